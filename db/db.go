@@ -1,0 +1,108 @@
+// Package db owns every SQL statement of Weft: the connection pool, the embedded
+// numbered migrations, the optional private Postgres cluster, and one file of
+// queries per aggregate. Every query that takes an object id also takes the
+// acting user, so authorization lives inside the query: a foreign id behaves
+// exactly like a missing one (ErrNotFound). Nothing outside this package
+// writes SQL.
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+)
+
+// ErrNotFound is returned when a row does not exist or is not the acting
+// user's to see. Callers render it as a 404.
+var ErrNotFound = errors.New("db: not found")
+
+// ErrConflict is returned when a unique constraint refuses a write (for
+// example a second account with the same email).
+var ErrConflict = errors.New("db: conflict")
+
+// DB is the store: a pgx pool plus the queries in this package.
+type DB struct {
+	Pool *pgxpool.Pool
+}
+
+// Open connects to url, registers the pgvector types on every pooled
+// connection and pings the server. It does not migrate; call Migrate.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		// The vector type exists only after the first migration; a connection
+		// opened before it (the migrator's own) simply skips registration.
+		var ok bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector')").Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		return pgxvec.RegisterTypes(ctx, conn)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	return &DB{Pool: pool}, nil
+}
+
+// Close releases the pool.
+func (d *DB) Close() { d.Pool.Close() }
+
+// Ping reports whether the database answers (used by /readyz).
+func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }
+
+// querier is what both the pool and a transaction offer.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// InTx runs fn in a transaction, committing when fn returns nil. The
+// rollback uses a context that survives the caller's cancellation, so a
+// cancelled request never leaves a transaction open on its connection.
+func (d *DB) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := d.Pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// mapErr turns pgx's "no rows" and unique violations into this package's
+// sentinels, once, so callers never import pgx to recognise them.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+	}
+	return err
+}

@@ -1,0 +1,163 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Thread is a conversation tree in a workspace.
+type Thread struct {
+	ID             int64     `db:"id"`
+	WorkspaceID    int64     `db:"workspace_id"`
+	OwnerID        int64     `db:"owner_id"`
+	Title          string    `db:"title"`
+	Model          string    `db:"model"`
+	RoleID         *int64    `db:"role_id"`
+	AgentEnabled   bool      `db:"agent_enabled"`
+	TTSEnabled     bool      `db:"tts_enabled"`
+	ImageEnabled   bool      `db:"image_enabled"`
+	ContextSummary string    `db:"context_summary"`
+	Notes          string    `db:"notes"`
+	Pinned         bool      `db:"pinned"`
+	Archived       bool      `db:"archived"`
+	ActiveLeafID   *int64    `db:"active_leaf_id"`
+	CreatedAt      time.Time `db:"created_at"`
+	UpdatedAt      time.Time `db:"updated_at"`
+	LastActivityAt time.Time `db:"last_activity_at"`
+}
+
+const threadCols = `id, workspace_id, owner_id, title, model, role_id, agent_enabled, tts_enabled, image_enabled,
+	context_summary, notes, pinned, archived, active_leaf_id, created_at, updated_at, last_activity_at`
+
+// ThreadSummary is what the sidebar shows of a thread.
+type ThreadSummary struct {
+	ID             int64     `db:"id"`
+	Title          string    `db:"title"`
+	Pinned         bool      `db:"pinned"`
+	LastActivityAt time.Time `db:"last_activity_at"`
+}
+
+// ThreadCursor marks where a sidebar page ended; the next page starts after it.
+type ThreadCursor struct {
+	Pinned   bool
+	Activity time.Time
+	ID       int64
+}
+
+// NewThread is the first message of a thread, which creates it.
+type NewThread struct {
+	WorkspaceID int64
+	Title       string
+	Model       string
+	Content     string
+}
+
+// CreateThread creates a thread in one of the user's active workspaces
+// together with its first (user) message, which becomes the active leaf.
+func (d *DB) CreateThread(ctx context.Context, user int64, nt NewThread) (Thread, Message, error) {
+	var t Thread
+	var m Message
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `INSERT INTO threads (workspace_id, owner_id, title, model)
+			SELECT id, owner_id, $3, $4 FROM workspaces WHERE id = $1 AND owner_id = $2 AND status = 'active'
+			RETURNING `+threadCols, nt.WorkspaceID, user, nt.Title, nt.Model)
+		if err != nil {
+			return err
+		}
+		if t, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Thread]); err != nil {
+			return err
+		}
+		if m, err = insertMessage(ctx, tx, t.ID, nil, "user", nt.Content, "complete"); err != nil {
+			return err
+		}
+		t.ActiveLeafID = &m.ID
+		_, err = tx.Exec(ctx, "UPDATE threads SET active_leaf_id = $2 WHERE id = $1", t.ID, m.ID)
+		return err
+	})
+	return t, m, mapErr(err)
+}
+
+// Thread returns one of the user's threads.
+func (d *DB) Thread(ctx context.Context, user, id int64) (Thread, error) {
+	rows, err := d.Pool.Query(ctx, "SELECT "+threadCols+" FROM threads WHERE id = $1 AND owner_id = $2", id, user)
+	if err != nil {
+		return Thread{}, err
+	}
+	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Thread])
+	return t, mapErr(err)
+}
+
+// SidebarThreads lists a page of the workspace's unarchived threads, pinned
+// first and then by newest activity, starting after the cursor (nil: from the
+// top). It uses threads_sidebar_idx, so its cost does not grow with the
+// number of threads. next is nil on the last page.
+func (d *DB) SidebarThreads(ctx context.Context, user, workspace int64, after *ThreadCursor, limit int) (page []ThreadSummary, next *ThreadCursor, err error) {
+	var rows pgx.Rows
+	if after == nil {
+		rows, err = d.Pool.Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
+			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived
+			ORDER BY pinned DESC, last_activity_at DESC, id DESC LIMIT $3`, workspace, user, limit+1)
+	} else {
+		rows, err = d.Pool.Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
+			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived
+			  AND (pinned, last_activity_at, id) < ($4, $5, $6)
+			ORDER BY pinned DESC, last_activity_at DESC, id DESC LIMIT $3`,
+			workspace, user, limit+1, after.Pinned, after.Activity, after.ID)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	page, err = pgx.CollectRows(rows, pgx.RowToStructByName[ThreadSummary])
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(page) > limit {
+		page = page[:limit]
+		last := page[limit-1]
+		next = &ThreadCursor{Pinned: last.Pinned, Activity: last.LastActivityAt, ID: last.ID}
+	}
+	return page, next, nil
+}
+
+// RenameThread sets a thread's title.
+func (d *DB) RenameThread(ctx context.Context, user, id int64, title string) error {
+	return execOne(ctx, d.Pool, "UPDATE threads SET title = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, title)
+}
+
+// SetThreadPinned pins or unpins a thread.
+func (d *DB) SetThreadPinned(ctx context.Context, user, id int64, pinned bool) error {
+	return execOne(ctx, d.Pool, "UPDATE threads SET pinned = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, pinned)
+}
+
+// SetThreadArchived archives or unarchives a thread.
+func (d *DB) SetThreadArchived(ctx context.Context, user, id int64, archived bool) error {
+	return execOne(ctx, d.Pool, "UPDATE threads SET archived = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, archived)
+}
+
+// DeleteThread removes a thread with its messages, runs, steps, attachments
+// and media rows in one transaction (the foreign keys cascade). It returns
+// the content hashes of the attachments and media it released so the caller
+// can collect blobs no longer referenced.
+func (d *DB) DeleteThread(ctx context.Context, user, id int64) (released []string, err error) {
+	err = d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT a.sha256 FROM attachments a JOIN messages m ON m.id = a.message_id
+			WHERE m.thread_id = $1 AND a.owner_id = $2
+			UNION SELECT md.sha256 FROM media md JOIN messages m ON m.id = md.message_id
+			JOIN threads t ON t.id = m.thread_id WHERE m.thread_id = $1 AND t.owner_id = $2 AND md.sha256 <> ''`, id, user)
+		if err != nil {
+			return err
+		}
+		if released, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		// Clear the leaf pointer first so the cascade does not update the
+		// row it is deleting.
+		if err := execOne(ctx, tx, "UPDATE threads SET active_leaf_id = NULL WHERE id = $1 AND owner_id = $2", id, user); err != nil {
+			return err
+		}
+		return execOne(ctx, tx, "DELETE FROM threads WHERE id = $1 AND owner_id = $2", id, user)
+	})
+	return released, mapErr(err)
+}

@@ -1,0 +1,124 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// User is an account.
+type User struct {
+	ID           int64     `db:"id"`
+	Email        string    `db:"email"`
+	DisplayName  string    `db:"display_name"`
+	PasswordHash string    `db:"password_hash"`
+	Role         string    `db:"role"`
+	Disabled     bool      `db:"disabled"`
+	CreatedAt    time.Time `db:"created_at"`
+}
+
+// IsAdmin reports whether the user administers the instance.
+func (u User) IsAdmin() bool { return u.Role == "admin" }
+
+const userCols = "id, email, display_name, password_hash, role, disabled, created_at"
+
+// Signup modes stored under the signup_mode setting.
+const (
+	SignupOpen   = "open"
+	SignupClosed = "closed"
+)
+
+// ErrSignupClosed is returned by CreateUser when an account already exists
+// and the admin has closed sign-up.
+var ErrSignupClosed = fmt.Errorf("db: sign-up is closed")
+
+// CreateUser creates an account and its default workspace in one
+// transaction. The first account ever becomes the admin; later ones are
+// members, and only while sign-up is open. The users table is locked for the
+// decision so that two simultaneous first registrations cannot both become
+// admin.
+func (d *DB) CreateUser(ctx context.Context, email, displayName, passwordHash string) (User, Workspace, error) {
+	var u User
+	var ws Workspace
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE"); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM users").Scan(&n); err != nil {
+			return err
+		}
+		role := "member"
+		if n == 0 {
+			role = "admin"
+		} else {
+			mode, err := getSetting(ctx, tx, "signup_mode", SignupOpen)
+			if err != nil {
+				return err
+			}
+			if mode != SignupOpen {
+				return ErrSignupClosed
+			}
+		}
+		rows, err := tx.Query(ctx, `INSERT INTO users (email, display_name, password_hash, role)
+			VALUES ($1, $2, $3, $4) RETURNING `+userCols, email, displayName, passwordHash, role)
+		if err != nil {
+			return err
+		}
+		if u, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User]); err != nil {
+			return mapErr(err)
+		}
+		ws, err = insertWorkspace(ctx, tx, u.ID, "Personal", true)
+		return err
+	})
+	return u, ws, mapErr(err)
+}
+
+// UserByEmail finds an account by email, case-insensitively.
+func (d *DB) UserByEmail(ctx context.Context, email string) (User, error) {
+	rows, err := d.Pool.Query(ctx, "SELECT "+userCols+" FROM users WHERE lower(email) = lower($1)", email)
+	if err != nil {
+		return User{}, err
+	}
+	u, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
+	return u, mapErr(err)
+}
+
+// UserByID finds an account by id (used to load the signed-in user).
+func (d *DB) UserByID(ctx context.Context, id int64) (User, error) {
+	rows, err := d.Pool.Query(ctx, "SELECT "+userCols+" FROM users WHERE id = $1", id)
+	if err != nil {
+		return User{}, err
+	}
+	u, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
+	return u, mapErr(err)
+}
+
+// CountUsers returns how many accounts exist.
+func (d *DB) CountUsers(ctx context.Context) (int, error) {
+	var n int
+	err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM users").Scan(&n)
+	return n, err
+}
+
+// RecordLoginFailure remembers one failed login for each key.
+func (d *DB) RecordLoginFailure(ctx context.Context, keys ...string) error {
+	_, err := d.Pool.Exec(ctx, "INSERT INTO login_failures (key) SELECT unnest($1::text[])", keys)
+	return err
+}
+
+// LoginFailures counts the failures of key since the given time.
+func (d *DB) LoginFailures(ctx context.Context, key string, since time.Time) (int, error) {
+	var n int
+	err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM login_failures WHERE key = $1 AND failed_at > $2", key, since).Scan(&n)
+	return n, err
+}
+
+// ClearLoginFailures forgets the failures of key (after a successful login)
+// and prunes every failure older than before.
+func (d *DB) ClearLoginFailures(ctx context.Context, key string, before time.Time) error {
+	_, err := d.Pool.Exec(ctx, "DELETE FROM login_failures WHERE key = $1 OR failed_at < $2", key, before)
+	return err
+}

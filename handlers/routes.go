@@ -1,0 +1,130 @@
+// Package handlers is Weft's HTTP layer: the one route table, the middleware
+// (logging and metrics, security headers, cross-origin protection, body caps,
+// sessions, authentication) and one small handler per screen or action.
+// Handlers parse, authorize, call and render; they hold no SQL and no model
+// logic, and reach the database only through small interfaces declared here.
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/alexedwards/scs/pgxstore"
+	"github.com/alexedwards/scs/v2"
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"weft/chat"
+	"weft/db"
+	"weft/static"
+)
+
+// Config is what the HTTP layer needs to know about the deployment.
+type Config struct {
+	DefaultModel  string
+	SecureCookies bool  // set the session cookie's Secure flag (served over TLS)
+	MaxBodyBytes  int64 // cap for ordinary request bodies
+	LoginLimit    LoginLimit
+}
+
+// Server is Weft's HTTP handler.
+type Server struct {
+	http.Handler
+	sessionStore *pgxstore.PostgresStore
+}
+
+// Close stops the background work the server started (session clean-up).
+func (s *Server) Close() { s.sessionStore.StopCleanup() }
+
+// New wires the route table.
+func New(cfg Config, store *db.DB, chatSvc *chat.Service) *Server {
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.LoginLimit.Window == 0 {
+		cfg.LoginLimit = LoginLimit{PerIP: 50, PerAccount: 5, Window: 15 * time.Minute}
+	}
+	sessionStore := pgxstore.NewWithCleanupInterval(store.Pool, 10*time.Minute)
+	sessions := scs.New()
+	sessions.Store = sessionStore
+	sessions.Lifetime = 30 * 24 * time.Hour
+	sessions.IdleTimeout = 7 * 24 * time.Hour
+	sessions.Cookie.Name = "weft_session"
+	sessions.Cookie.HttpOnly = true
+	sessions.Cookie.SameSite = http.SameSiteLaxMode
+	sessions.Cookie.Secure = cfg.SecureCookies
+	sessions.ErrorFunc = serverError
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := newMetrics(reg)
+
+	a := &auth{store: store, sessions: sessions, limit: cfg.LoginLimit}
+	sh := &shell{store: store, sessions: sessions, defaultModel: cfg.DefaultModel}
+	hm := &home{shell: sh}
+	th := &threads{store: store, shell: sh, chat: chatSvc}
+	ws := &workspaces{store: store, shell: sh, sessions: sessions}
+	ad := &admin{store: store, shell: sh}
+
+	r := chi.NewRouter()
+	r.Use(m.observe, securityHeaders, http.NewCrossOriginProtection().Handler, capBody(cfg.MaxBodyBytes))
+	r.NotFound(notFound)
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		errorPage(w, r, http.StatusMethodNotAllowed, "That action is not available here.")
+	})
+
+	// Operations: no session, no database work beyond a ping.
+	r.Get("/healthz", healthz)
+	r.Get("/readyz", readyz(store))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	r.Handle("/static/*", http.StripPrefix("/static/", staticFiles()))
+
+	// Pages and actions: sessions, a signed-in user, a write deadline.
+	r.Group(func(r chi.Router) {
+		r.Use(writeDeadline(30*time.Second), sessions.LoadAndSave, a.withUser)
+
+		r.Get("/register", a.showRegister)
+		r.Post("/register", a.register)
+		r.Get("/login", a.showLogin)
+		r.Post("/login", a.login)
+		r.Post("/logout", a.logout)
+
+		r.Group(func(r chi.Router) {
+			r.Use(requireUser)
+			r.Get("/", hm.show)
+
+			r.Post("/t", th.create)
+			r.Get("/t/{id}", th.show)
+			r.Post("/t/{id}/messages", th.append)
+			r.Post("/t/{id}/rename", th.rename)
+			r.Post("/t/{id}/pin", th.pin)
+			r.Post("/t/{id}/archive", th.archive)
+			r.Post("/t/{id}/delete", th.delete)
+
+			r.Get("/w/{id}/threads", sh.sidebarPage)
+			r.Get("/workspaces", ws.list)
+			r.Post("/workspaces", ws.create)
+			r.Post("/workspaces/switch", ws.switchTo)
+			r.Post("/workspaces/{id}/rename", ws.rename)
+			r.Post("/workspaces/{id}/archive", ws.archive)
+
+			r.With(requireAdmin).Get("/admin", ad.show)
+			r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
+		})
+	})
+	// Event streams (issue 3) mount here, outside the write deadline.
+
+	return &Server{Handler: r, sessionStore: sessionStore}
+}
+
+// staticFiles serves the embedded files. They are small and change with the
+// binary, so browsers revalidate them.
+func staticFiles() http.Handler {
+	fs := http.FileServerFS(static.FS)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		fs.ServeHTTP(w, r)
+	})
+}

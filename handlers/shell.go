@@ -1,0 +1,125 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/alexedwards/scs/v2"
+
+	"weft/db"
+	"weft/views"
+)
+
+// sidebarPageSize is how many threads one sidebar page shows.
+const sidebarPageSize = 50
+
+type shellStore interface {
+	Workspace(ctx context.Context, user, id int64) (db.Workspace, error)
+	DefaultWorkspace(ctx context.Context, user int64) (db.Workspace, error)
+	Workspaces(ctx context.Context, user int64) ([]db.Workspace, error)
+	SidebarThreads(ctx context.Context, user, workspace int64, after *db.ThreadCursor, limit int) ([]db.ThreadSummary, *db.ThreadCursor, error)
+}
+
+// shell builds what every signed-in page shows around its main column.
+type shell struct {
+	store        shellStore
+	sessions     *scs.SessionManager
+	defaultModel string
+}
+
+// currentWorkspace is the workspace chosen in this session, falling back to
+// the default one when none is chosen or the chosen one is gone or archived.
+func (s *shell) currentWorkspace(ctx context.Context, user int64) (db.Workspace, error) {
+	if id := s.sessions.GetInt64(ctx, sessionWorkspaceID); id != 0 {
+		w, err := s.store.Workspace(ctx, user, id)
+		if err == nil && !w.Archived() {
+			return w, nil
+		}
+		if err != nil && !errors.Is(err, db.ErrNotFound) {
+			return db.Workspace{}, err
+		}
+	}
+	return s.store.DefaultWorkspace(ctx, user)
+}
+
+// build returns the shell for a page showing workspace ws.
+func (s *shell) build(ctx context.Context, u db.User, ws db.Workspace, activeThread int64, title string) (views.Shell, error) {
+	all, err := s.store.Workspaces(ctx, u.ID)
+	if err != nil {
+		return views.Shell{}, err
+	}
+	threads, next, err := s.store.SidebarThreads(ctx, u.ID, ws.ID, nil, sidebarPageSize)
+	if err != nil {
+		return views.Shell{}, err
+	}
+	return views.Shell{
+		Title: title, User: u, Workspace: ws, Workspaces: all, Threads: threads,
+		NextPage: sidebarPageURL(ws.ID, next), ActiveID: activeThread, Models: s.models(ws),
+	}, nil
+}
+
+// models lists the models the composer offers. Until the model server is
+// consulted (issue 3), that is the workspace's and the instance's default.
+func (s *shell) models(ws db.Workspace) []string {
+	var out []string
+	for _, m := range []string{ws.DefaultModel, s.defaultModel} {
+		if m != "" && (len(out) == 0 || out[0] != m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func sidebarPageURL(ws int64, c *db.ThreadCursor) string {
+	if c == nil {
+		return ""
+	}
+	v := url.Values{}
+	v.Set("pinned", strconv.FormatBool(c.Pinned))
+	v.Set("at", strconv.FormatInt(c.Activity.UnixMicro(), 10))
+	v.Set("id", strconv.FormatInt(c.ID, 10))
+	return fmt.Sprintf("/w/%d/threads?%s", ws, v.Encode())
+}
+
+func parseCursor(q url.Values) (*db.ThreadCursor, error) {
+	if q.Get("id") == "" {
+		return nil, nil
+	}
+	pinned, err1 := strconv.ParseBool(q.Get("pinned"))
+	at, err2 := strconv.ParseInt(q.Get("at"), 10, 64)
+	id, err3 := strconv.ParseInt(q.Get("id"), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return nil, fmt.Errorf("bad cursor")
+	}
+	return &db.ThreadCursor{Pinned: pinned, Activity: time.UnixMicro(at), ID: id}, nil
+}
+
+// sidebarPage serves GET /w/{id}/threads: the next page of the sidebar.
+func (s *shell) sidebarPage(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	wsID, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	after, err := parseCursor(r.URL.Query())
+	if err != nil {
+		badRequest(w, r, "That page of threads does not exist.")
+		return
+	}
+	ws, err := s.store.Workspace(r.Context(), u.ID, wsID)
+	if err != nil {
+		storeError(w, r, err)
+		return
+	}
+	threads, next, err := s.store.SidebarThreads(r.Context(), u.ID, ws.ID, after, sidebarPageSize)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	render(w, r, http.StatusOK, views.ThreadItems(threads, -1, sidebarPageURL(ws.ID, next)))
+}

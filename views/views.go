@@ -1,0 +1,53 @@
+// Package views holds Weft's templ components: the page layout, the sidebar,
+// the thread and its messages, the composer, and the settings screens. Views
+// only render what they are given; they never query the database or decide
+// authorization. Every element that tests look for carries the data-testid
+// hooks of DESIGN.md §12.
+package views
+
+import (
+	"fmt"
+	"strconv"
+
+	"weft/db"
+)
+
+// Shell is what every signed-in page shows around its main column.
+type Shell struct {
+	Title      string
+	User       db.User
+	Workspace  db.Workspace   // the workspace the sidebar shows
+	Workspaces []db.Workspace // for the switcher
+	Threads    []db.ThreadSummary
+	NextPage   string // URL of the next sidebar page, empty on the last
+	ActiveID   int64  // the thread being shown, if any
+	Models     []string
+	Notice     string // a banner (for example: the model server is unreachable)
+}
+
+// ComposerData configures the send form.
+type ComposerData struct {
+	Action      string // POST target
+	WorkspaceID int64
+	Models      []string
+	Model       string // selected
+}
+
+// ThreadPage is the main column of /t/{id}.
+type ThreadPage struct {
+	Thread   db.Thread
+	Messages []db.Message
+	More     bool
+	Composer ComposerData
+}
+
+func id(n int64) string { return strconv.FormatInt(n, 10) }
+
+func threadURL(n int64) string { return fmt.Sprintf("/t/%d", n) }
+
+func threadTitle(t string) string {
+	if t == "" {
+		return "Untitled"
+	}
+	return t
+}
