@@ -144,4 +144,3 @@ func (h *workspaces) switchTo(w http.ResponseWriter, r *http.Request) {
 	h.sessions.Put(r.Context(), sessionWorkspaceID, ws.ID)
 	redirect(w, r, "/")
 }
-

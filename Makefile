@@ -1,0 +1,40 @@
+# Weft — `make help` lists the targets.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+
+GO        ?= go
+GOFLAGS_TEST ?= -count=1 -timeout 15m
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+.PHONY: run
+run: deps-run build ## install what is missing, build, and serve on 127.0.0.1:8080 (private Postgres under ./data)
+	./weft
+
+.PHONY: build
+build: ## build the weft binary
+	$(GO) build -o weft .
+
+.PHONY: test
+test: deps-test lint ## install what tests need, check formatting, run every test (Postgres + Chromium)
+	$(GO) test $(GOFLAGS_TEST) ./...
+
+.PHONY: lint
+lint: ## gofmt, go vet, templ generate and go mod tidy must leave no diff
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	@$(GO) tool templ generate >/dev/null 2>&1; \
+	  if [ -n "$$(git status --porcelain -- '*_templ.go')" ]; then \
+	    echo "go tool templ generate changed generated files:"; git status --porcelain -- '*_templ.go'; exit 1; fi
+
+.PHONY: deps-run deps-test
+deps-run: ## install the PostgreSQL server and pgvector (Debian/Ubuntu, as root)
+	@bash scripts/deps.sh run
+deps-test: ## deps-run plus Debian's chromium
+	@bash scripts/deps.sh test
