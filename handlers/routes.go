@@ -32,7 +32,19 @@ type Config struct {
 // Server is Weft's HTTP handler.
 type Server struct {
 	http.Handler
+	router       chi.Routes
 	sessionStore *pgxstore.PostgresStore
+}
+
+// Routes lists every "METHOD pattern" of the route table (the
+// authorization test checks that it covers them all).
+func (s *Server) Routes() []string {
+	var out []string
+	_ = chi.Walk(s.router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		out = append(out, method+" "+route)
+		return nil
+	})
+	return out
 }
 
 // Close stops the background work the server started (session clean-up).
@@ -68,8 +80,13 @@ func New(cfg Config, store *db.DB, chatSvc *chat.Service) *Server {
 	ws := &workspaces{store: store, shell: sh, sessions: sessions}
 	ad := &admin{store: store, shell: sh}
 
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		errorPage(w, r, http.StatusForbidden, "This request came from another site and was refused.")
+	}))
+
 	r := chi.NewRouter()
-	r.Use(m.observe, securityHeaders, http.NewCrossOriginProtection().Handler, capBody(cfg.MaxBodyBytes))
+	r.Use(m.observe, securityHeaders, cop.Handler, capBody(cfg.MaxBodyBytes))
 	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		errorPage(w, r, http.StatusMethodNotAllowed, "That action is not available here.")
@@ -79,7 +96,7 @@ func New(cfg Config, store *db.DB, chatSvc *chat.Service) *Server {
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", readyz(store))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	r.Handle("/static/*", http.StripPrefix("/static/", staticFiles()))
+	r.Get("/static/*", http.StripPrefix("/static/", staticFiles()).ServeHTTP)
 
 	// Pages and actions: sessions, a signed-in user, a write deadline.
 	r.Group(func(r chi.Router) {
@@ -116,7 +133,7 @@ func New(cfg Config, store *db.DB, chatSvc *chat.Service) *Server {
 	})
 	// Event streams (issue 3) mount here, outside the write deadline.
 
-	return &Server{Handler: r, sessionStore: sessionStore}
+	return &Server{Handler: r, router: r, sessionStore: sessionStore}
 }
 
 // staticFiles serves the embedded files. They are small and change with the

@@ -18,6 +18,13 @@ import (
 // Server starts Weft's real handler on a local port over store.
 func Server(t testing.TB, store *db.DB, cfg handlers.Config) *httptest.Server {
 	t.Helper()
+	ts, _ := ServerWithHandler(t, store, cfg)
+	return ts
+}
+
+// ServerWithHandler is Server, also returning the handler (for its route list).
+func ServerWithHandler(t testing.TB, store *db.DB, cfg handlers.Config) (*httptest.Server, *handlers.Server) {
+	t.Helper()
 	if cfg.LoginLimit.Window == 0 {
 		cfg.LoginLimit = handlers.LoginLimit{PerIP: 1000, PerAccount: 1000, Window: time.Minute}
 	}
@@ -27,7 +34,7 @@ func Server(t testing.TB, store *db.DB, cfg handlers.Config) *httptest.Server {
 		ts.Close()
 		srv.Close()
 	})
-	return ts
+	return ts, srv
 }
 
 // Client is a cookie-keeping HTTP client for one person. It does not follow
