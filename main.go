@@ -9,12 +9,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/ollama/ollama/envconfig"
 
 	"weft/chat"
 	"weft/db"
@@ -25,8 +28,12 @@ type config struct {
 	addr         string
 	databaseURL  string
 	dataDir      string
-	ollamaHost   string
+	ollamaHost   *url.URL
 	defaultModel string
+	instance     string
+	maxCtx       int
+	userRuns     int
+	grace        time.Duration
 	tlsCert      string
 	tlsKey       string
 	logFormat    string
@@ -38,24 +45,50 @@ func loadConfig() (config, error) {
 		addr:         env("WEFT_ADDR", "127.0.0.1:8080"),
 		databaseURL:  os.Getenv("DATABASE_URL"),
 		dataDir:      env("WEFT_DATA_DIR", "./data"),
-		ollamaHost:   env("OLLAMA_HOST", "http://127.0.0.1:11434"),
+		ollamaHost:   envconfig.Host(), // OLLAMA_HOST, read the way Ollama reads it
 		defaultModel: os.Getenv("WEFT_DEFAULT_MODEL"),
+		instance:     os.Getenv("WEFT_INSTANCE_ID"),
 		tlsCert:      os.Getenv("WEFT_TLS_CERT"),
 		tlsKey:       os.Getenv("WEFT_TLS_KEY"),
 		logFormat:    env("WEFT_LOG_FORMAT", "text"),
-		maxBody:      1 << 20,
 	}
-	if v := os.Getenv("WEFT_MAX_BODY_BYTES"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1024 {
-			return c, fmt.Errorf("WEFT_MAX_BODY_BYTES must be a number of bytes ≥ 1024, got %q", v)
-		}
-		c.maxBody = n
+	var err error
+	if c.maxBody, err = envInt[int64]("WEFT_MAX_BODY_BYTES", 1<<20, 1024); err != nil {
+		return c, err
+	}
+	if c.maxCtx, err = envInt("WEFT_MAX_NUM_CTX", 8192, 256); err != nil {
+		return c, err
+	}
+	if c.userRuns, err = envInt("WEFT_MAX_RUNS_PER_USER", 3, 1); err != nil {
+		return c, err
+	}
+	grace, err := envInt("WEFT_SHUTDOWN_GRACE_SECONDS", 10, 0)
+	if err != nil {
+		return c, err
+	}
+	c.grace = time.Duration(grace) * time.Second
+	if c.instance == "" {
+		// Stable across restarts of this process on this host and address, so
+		// that a restart recognises (and interrupts) the runs of its old life.
+		host, _ := os.Hostname()
+		c.instance = host + "/" + c.addr
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return c, errors.New("set both WEFT_TLS_CERT and WEFT_TLS_KEY, or neither")
 	}
 	return c, nil
+}
+
+func envInt[T int | int64](key string, def, min T) (T, error) {
+	v := os.Getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || T(n) < min {
+		return def, fmt.Errorf("%s must be a whole number ≥ %d, got %q", key, min, v)
+	}
+	return T(n), nil
 }
 
 func env(key, def string) string {
@@ -115,11 +148,21 @@ func run(cfg config) error {
 	}
 	slog.Info("database migrated", "applied", applied)
 
+	host := cfg.ollamaHost.String()
+	ollama := chat.NewOllamaClient(cfg.ollamaHost)
+	rt := chat.New(store, ollama, chat.NewModels(ollama, host, cfg.defaultModel, cfg.maxCtx), chat.Config{
+		Instance: cfg.instance, OllamaHost: host, PerUserRuns: cfg.userRuns,
+	})
+	if err := rt.Start(ctx); err != nil {
+		return err
+	}
+	if problem := rt.Models().Problem(ctx); problem != "" {
+		slog.Warn(problem)
+	}
 	srv := handlers.New(handlers.Config{
-		DefaultModel:  cfg.defaultModel,
 		SecureCookies: cfg.tlsCert != "",
 		MaxBodyBytes:  cfg.maxBody,
-	}, store, chat.New(store))
+	}, store, rt)
 	defer srv.Close()
 
 	hs := &http.Server{
@@ -133,7 +176,7 @@ func run(cfg config) error {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		slog.Info("weft serving", "addr", "http://"+cfg.addr, "ollama", cfg.ollamaHost)
+		slog.Info("weft serving", "addr", "http://"+cfg.addr, "ollama", host, "instance", cfg.instance)
 		if cfg.tlsCert != "" {
 			errc <- hs.ListenAndServeTLS(cfg.tlsCert, cfg.tlsKey)
 		} else {
@@ -145,7 +188,11 @@ func run(cfg config) error {
 		return err
 	case <-ctx.Done():
 	}
-	slog.Info("shutting down")
+	slog.Info("shutting down: finishing answers", "grace", cfg.grace)
+	graceCtx, cancelGrace := context.WithTimeout(context.Background(), cfg.grace)
+	rt.Shutdown(graceCtx) // answers still running after the grace become interrupted
+	cancelGrace()
+	srv.StartShutdown() // open event streams end; browsers reconnect elsewhere
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {

@@ -1,7 +1,11 @@
 // Package chat is the conversation runtime shared by every route: it accepts
-// a user's message, decides where it goes in the thread's tree and (with the
-// model answers that come later) runs the route that answers it. It stores
-// everything through db and never renders HTML or reads HTTP requests.
+// a user's message, queues a run for it, executes runs (at most one per
+// thread, a capped number per user), streams their text to subscribers,
+// flushes it to the database, and settles each run as complete, error,
+// cancelled or interrupted. It also keeps the list of models and writes
+// thread titles. It stores everything through db and speaks to the model
+// server only through the Ollama client; it never renders HTML or reads
+// HTTP requests.
 package chat
 
 import (
@@ -22,56 +26,54 @@ var (
 	ErrTooLong = errors.New("the message is longer than 100,000 characters")
 )
 
-// Store is what the runtime needs from the database.
-type Store interface {
-	CreateThread(ctx context.Context, user int64, nt db.NewThread) (db.Thread, db.Message, error)
-	AppendUserMessage(ctx context.Context, user, thread int64, content string) (db.Message, error)
-}
-
-// Service accepts messages.
-type Service struct {
-	store Store
-}
-
-// New returns a Service over store.
-func New(store Store) *Service { return &Service{store: store} }
-
 // Input is one send from the composer.
 type Input struct {
 	WorkspaceID int64 // for a new thread
 	ThreadID    int64 // 0: the message starts a new thread
 	Content     string
-	Model       string
+	Model       string // "" keeps the thread's model
 }
 
-// Sent is the result of a send.
-type Sent struct {
-	ThreadID int64
-	Message  db.Message
-	Created  bool // the message created its thread
-}
-
-// Send validates and stores a user message. A new thread comes into being
-// with its first message, in the same transaction, never before.
-func (s *Service) Send(ctx context.Context, user int64, in Input) (Sent, error) {
+// Send validates and stores a user message with the assistant message and
+// the queued run that will answer it, then starts the run if the thread and
+// the user have room. A new thread comes into being with its first message,
+// in the same transaction, never before.
+func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, error) {
 	content := strings.TrimSpace(in.Content)
 	if content == "" {
-		return Sent{}, ErrEmpty
+		return db.Sent{}, ErrEmpty
 	}
 	if utf8.RuneCountInString(content) > MaxMessageRunes {
-		return Sent{}, ErrTooLong
+		return db.Sent{}, ErrTooLong
 	}
-	if in.ThreadID != 0 {
-		m, err := s.store.AppendUserMessage(ctx, user, in.ThreadID, content)
-		return Sent{ThreadID: in.ThreadID, Message: m}, err
+	model := in.Model
+	if model == "" && in.ThreadID == 0 {
+		model = rt.models.Default(ctx)
 	}
-	t, m, err := s.store.CreateThread(ctx, user, db.NewThread{
+	sent, err := rt.store.SendMessage(ctx, user, db.Send{
+		ThreadID:    in.ThreadID,
 		WorkspaceID: in.WorkspaceID,
 		Title:       provisionalTitle(content),
-		Model:       in.Model,
+		Model:       model,
 		Content:     content,
+		Kind:        "chat",
 	})
-	return Sent{ThreadID: t.ID, Message: m, Created: true}, err
+	if err != nil {
+		return db.Sent{}, err
+	}
+	rt.kick(sent.Thread.ID)
+	return sent, nil
+}
+
+// Retry answers the user message above an assistant message again, as a new
+// sibling answer.
+func (rt *Runtime) Retry(ctx context.Context, user, assistantMsg int64) (db.Sent, error) {
+	sent, err := rt.store.RetryAnswer(ctx, user, assistantMsg, "chat")
+	if err != nil {
+		return db.Sent{}, err
+	}
+	rt.kick(sent.Thread.ID)
+	return sent, nil
 }
 
 // provisionalTitle is the first line of the first message, shortened; a

@@ -23,13 +23,14 @@ type Thread struct {
 	Pinned         bool      `db:"pinned"`
 	Archived       bool      `db:"archived"`
 	ActiveLeafID   *int64    `db:"active_leaf_id"`
+	TitleState     string    `db:"title_state"`
 	CreatedAt      time.Time `db:"created_at"`
 	UpdatedAt      time.Time `db:"updated_at"`
 	LastActivityAt time.Time `db:"last_activity_at"`
 }
 
 const threadCols = `id, workspace_id, owner_id, title, model, role_id, agent_enabled, tts_enabled, image_enabled,
-	context_summary, notes, pinned, archived, active_leaf_id, created_at, updated_at, last_activity_at`
+	context_summary, notes, pinned, archived, active_leaf_id, title_state, created_at, updated_at, last_activity_at`
 
 // ThreadSummary is what the sidebar shows of a thread.
 type ThreadSummary struct {
@@ -44,39 +45,6 @@ type ThreadCursor struct {
 	Pinned   bool
 	Activity time.Time
 	ID       int64
-}
-
-// NewThread is the first message of a thread, which creates it.
-type NewThread struct {
-	WorkspaceID int64
-	Title       string
-	Model       string
-	Content     string
-}
-
-// CreateThread creates a thread in one of the user's active workspaces
-// together with its first (user) message, which becomes the active leaf.
-func (d *DB) CreateThread(ctx context.Context, user int64, nt NewThread) (Thread, Message, error) {
-	var t Thread
-	var m Message
-	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `INSERT INTO threads (workspace_id, owner_id, title, model)
-			SELECT id, owner_id, $3, $4 FROM workspaces WHERE id = $1 AND owner_id = $2 AND status = 'active'
-			RETURNING `+threadCols, nt.WorkspaceID, user, nt.Title, nt.Model)
-		if err != nil {
-			return err
-		}
-		if t, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Thread]); err != nil {
-			return err
-		}
-		if m, err = insertMessage(ctx, tx, t.ID, nil, "user", nt.Content, "complete"); err != nil {
-			return err
-		}
-		t.ActiveLeafID = &m.ID
-		_, err = tx.Exec(ctx, "UPDATE threads SET active_leaf_id = $2 WHERE id = $1", t.ID, m.ID)
-		return err
-	})
-	return t, m, mapErr(err)
 }
 
 // Thread returns one of the user's threads.
@@ -121,9 +89,21 @@ func (d *DB) SidebarThreads(ctx context.Context, user, workspace int64, after *T
 	return page, next, nil
 }
 
-// RenameThread sets a thread's title.
+// RenameThread sets a thread's title; a generated title never replaces it.
 func (d *DB) RenameThread(ctx context.Context, user, id int64, title string) error {
-	return execOne(ctx, d.Pool, "UPDATE threads SET title = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, title)
+	return execOne(ctx, d.Pool, `UPDATE threads SET title = $3, title_state = 'user', updated_at = now()
+		WHERE id = $1 AND owner_id = $2`, id, user, title)
+}
+
+// SetGeneratedTitle stores a model-generated title unless the thread already
+// has a generated or user-chosen one. It reports whether it did.
+func (d *DB) SetGeneratedTitle(ctx context.Context, user, id int64, title string) (bool, error) {
+	tag, err := d.Pool.Exec(ctx, `UPDATE threads SET title = $3, title_state = 'generated', updated_at = now()
+		WHERE id = $1 AND owner_id = $2 AND title_state = 'provisional'`, id, user, title)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // SetThreadPinned pins or unpins a thread.

@@ -41,12 +41,9 @@ func TestThreadsAreReachedOnlyThroughTheirOwner(t *testing.T) {
 	store := testenv.NewDB(t)
 	alice, aws := newUser(t, store, "alice@example.com")
 	bob, bws := newUser(t, store, "bob@example.com")
-	th, _, err := store.CreateThread(ctx, alice.ID, db.NewThread{WorkspaceID: aws.ID, Title: "a", Content: "hello"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	th := send(t, store, alice.ID, db.Send{WorkspaceID: aws.ID, Title: "a", Content: "hello"}).Thread
 	// Bob cannot create a thread in Alice's workspace.
-	if _, _, err := store.CreateThread(ctx, bob.ID, db.NewThread{WorkspaceID: aws.ID, Content: "x"}); !errors.Is(err, db.ErrNotFound) {
+	if _, err := store.SendMessage(ctx, bob.ID, db.Send{WorkspaceID: aws.ID, Content: "x", Kind: "chat"}); !errors.Is(err, db.ErrNotFound) {
 		t.Fatalf("thread in a foreign workspace: err = %v", err)
 	}
 	checks := map[string]error{
@@ -54,7 +51,10 @@ func TestThreadsAreReachedOnlyThroughTheirOwner(t *testing.T) {
 		"rename":  store.RenameThread(ctx, bob.ID, th.ID, "mine"),
 		"pin":     store.SetThreadPinned(ctx, bob.ID, th.ID, true),
 		"archive": store.SetThreadArchived(ctx, bob.ID, th.ID, true),
-		"append":  func() error { _, err := store.AppendUserMessage(ctx, bob.ID, th.ID, "x"); return err }(),
+		"append": func() error {
+			_, err := store.SendMessage(ctx, bob.ID, db.Send{ThreadID: th.ID, Content: "x", Kind: "chat"})
+			return err
+		}(),
 		"delete":  func() error { _, err := store.DeleteThread(ctx, bob.ID, th.ID); return err }(),
 		"workspace": func() error {
 			_, err := store.Workspace(ctx, bob.ID, aws.ID)
@@ -82,31 +82,31 @@ func TestMessagesFormATreeAndTheActivePathFollowsTheLeaf(t *testing.T) {
 	ctx := context.Background()
 	store := testenv.NewDB(t)
 	u, ws := newUser(t, store, "tree@example.com")
-	th, first, err := store.CreateThread(ctx, u.ID, db.NewThread{WorkspaceID: ws.ID, Content: "one"})
-	if err != nil {
-		t.Fatal(err)
+	one := send(t, store, u.ID, db.Send{WorkspaceID: ws.ID, Content: "one"})
+	th := one.Thread
+	two := send(t, store, u.ID, db.Send{ThreadID: th.ID, Content: "two"})
+	three := send(t, store, u.ID, db.Send{ThreadID: th.ID, Content: "three"})
+	if one.User.ParentID != nil || *one.Assistant.ParentID != one.User.ID ||
+		*two.User.ParentID != one.Assistant.ID || *three.User.ParentID != two.Assistant.ID {
+		t.Fatal("each message must hang under the previous answer")
 	}
-	second, err := store.AppendUserMessage(ctx, u.ID, th.ID, "two")
-	if err != nil {
-		t.Fatal(err)
-	}
-	third, err := store.AppendUserMessage(ctx, u.ID, th.ID, "three")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first.ParentID != nil || *second.ParentID != first.ID || *third.ParentID != second.ID {
-		t.Fatalf("parents: %v %v %v", first.ParentID, second.ParentID, third.ParentID)
+	if one.Assistant.Status != db.MsgStreaming || one.Run.Status != db.RunQueued || *one.Run.AssistantMessageID != one.Assistant.ID {
+		t.Fatalf("a send must create a streaming answer and a queued run: %+v %+v", one.Assistant, one.Run)
 	}
 	path, more, err := store.ActivePath(ctx, u.ID, th.ID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if more || len(path) != 3 || path[0].Content != "one" || path[2].Content != "three" {
+	if more || len(path) != 6 || path[0].Content != "one" || path[4].Content != "three" || path[5].ID != three.Assistant.ID {
 		t.Fatalf("path = %+v more=%v", path, more)
 	}
 	tail, more, err := store.ActivePath(ctx, u.ID, th.ID, 2)
-	if err != nil || !more || len(tail) != 2 || tail[0].Content != "two" {
+	if err != nil || !more || len(tail) != 2 || tail[0].Content != "three" {
 		t.Fatalf("last 2 of the path = %+v more=%v err=%v", tail, more, err)
+	}
+	upTo, _, err := store.PathTo(ctx, u.ID, two.User.ID, 100)
+	if err != nil || len(upTo) != 3 || upTo[2].Content != "two" {
+		t.Fatalf("path to the second question = %+v, %v", upTo, err)
 	}
 }
 
@@ -115,15 +115,9 @@ func TestDeletingAThreadRemovesItsMessagesRunsAndFilesTogether(t *testing.T) {
 	ctx := context.Background()
 	store := testenv.NewDB(t)
 	u, ws := newUser(t, store, "del@example.com")
-	th, m, err := store.CreateThread(ctx, u.ID, db.NewThread{WorkspaceID: ws.ID, Content: "bye"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keep, _, err := store.CreateThread(ctx, u.ID, db.NewThread{WorkspaceID: ws.ID, Content: "stay"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, store, `INSERT INTO runs (thread_id, owner_id, kind, user_message_id) VALUES ($1, $2, 'chat', $3)`, th.ID, u.ID, m.ID)
+	sent := send(t, store, u.ID, db.Send{WorkspaceID: ws.ID, Content: "bye"})
+	th, m := sent.Thread, sent.User
+	keep := send(t, store, u.ID, db.Send{WorkspaceID: ws.ID, Content: "stay"}).Thread
 	mustExec(t, store, `INSERT INTO attachments (owner_id, message_id, sha256, name) VALUES ($1, $2, 'abc', 'f.txt')`, u.ID, m.ID)
 	mustExec(t, store, `INSERT INTO media (message_id, kind, sha256) VALUES ($1, 'audio', 'def')`, m.ID)
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"weft/db"
 	"weft/handlers"
@@ -39,16 +40,30 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newThread := func() int64 {
-		th, _, err := store.CreateThread(ctx, u.ID, db.NewThread{WorkspaceID: ws.ID, Title: "t", Content: "hi"})
+	newThread := func() db.Sent {
+		sent, err := store.SendMessage(ctx, u.ID, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "hi", Kind: "chat"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return th.ID
+		return sent
 	}
-	thread := newThread()
+	// A thread whose first answer has finished (the fake answers at once).
+	if r := owner.Post("/workspaces/switch", url.Values{"workspace_id": {fmt.Sprint(ws.ID)}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("switch = %d", r.StatusCode)
+	}
+	if r := owner.Post("/t", url.Values{"workspace_id": {fmt.Sprint(ws.ID)}, "content": {"hi"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("first send = %d", r.StatusCode)
+	}
+	page, _, err := store.SidebarThreads(ctx, u.ID, ws.ID, nil, 1)
+	if err != nil || len(page) != 1 {
+		t.Fatalf("the first thread: %v %v", page, err)
+	}
+	first := waitIdle(t, store, u.ID, page[0].ID)
 	W := fmt.Sprint(ws.ID)
-	T := fmt.Sprint(thread)
+	T := fmt.Sprint(first.ThreadID)
+	R := fmt.Sprint(first.ID)
+	M := fmt.Sprint(*first.AssistantMessageID)
+	freshThread := func() string { return fmt.Sprintf("/t/%d/delete", newThread().Thread.ID) }
 
 	const (
 		login = "→/login"
@@ -58,34 +73,38 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	routes := []struct {
 		method, pattern, path string
 		form                  url.Values
-		fresh                 bool // needs a fresh thread per caller (the owner's call destroys it)
+		fresh                 func() string // a fresh path per caller (the owner's call destroys the object)
 		want                  want
 	}{
-		{"GET", "/", "/", nil, false, want{200, 200, login}},
-		{"GET", "/healthz", "/healthz", nil, false, want{200, 200, 200}},
-		{"GET", "/readyz", "/readyz", nil, false, want{200, 200, 200}},
-		{"GET", "/metrics", "/metrics", nil, false, want{200, 200, 200}},
-		{"GET", "/static/*", "/static/app.css", nil, false, want{200, 200, 200}},
-		{"GET", "/login", "/login", nil, false, want{303, 303, 200}},
-		{"GET", "/register", "/register", nil, false, want{303, 303, 200}},
-		{"POST", "/t", "/t", url.Values{"workspace_id": {W}, "content": {"new"}}, false, want{303, 404, login}},
-		{"GET", "/t/{id}", "/t/" + T, nil, false, want{200, 404, login}},
-		{"POST", "/t/{id}/messages", "/t/" + T + "/messages", url.Values{"content": {"more"}}, false, want{303, 404, login}},
-		{"POST", "/t/{id}/rename", "/t/" + T + "/rename", url.Values{"title": {"new title"}}, false, want{303, 404, login}},
-		{"POST", "/t/{id}/pin", "/t/" + T + "/pin", url.Values{"pinned": {"true"}}, false, want{303, 404, login}},
-		{"POST", "/t/{id}/archive", "/t/" + T + "/archive", url.Values{"archived": {"false"}}, false, want{303, 404, login}},
-		{"POST", "/t/{id}/delete", "/t/%d/delete", nil, true, want{303, 404, login}},
-		{"GET", "/w/{id}/threads", "/w/" + W + "/threads", nil, false, want{200, 404, login}},
-		{"GET", "/workspaces", "/workspaces", nil, false, want{200, 200, login}},
-		{"POST", "/workspaces", "/workspaces", url.Values{"name": {"Third"}}, false, want{303, 303, login}},
-		{"POST", "/workspaces/switch", "/workspaces/switch", url.Values{"workspace_id": {W}}, false, want{303, 404, login}},
-		{"POST", "/workspaces/{id}/rename", "/workspaces/" + W + "/rename", url.Values{"name": {"Renamed"}}, false, want{303, 404, login}},
-		{"POST", "/workspaces/{id}/archive", "/workspaces/" + W + "/archive", url.Values{"archived": {"false"}}, false, want{303, 404, login}},
-		{"GET", "/admin", "/admin", nil, false, want{200, 403, login}},
-		{"POST", "/admin/signup", "/admin/signup", url.Values{"mode": {"open"}}, false, want{303, 403, login}},
-		{"POST", "/login", "/login", url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, false, want{401, 401, 401}},
-		{"POST", "/register", "/register", url.Values{"email": {"bad"}, "password": {"x"}}, false, want{422, 422, 422}},
-		{"POST", "/logout", "/logout", nil, false, want{login, login, login}},
+		{"GET", "/", "/", nil, nil, want{200, 200, login}},
+		{"GET", "/healthz", "/healthz", nil, nil, want{200, 200, 200}},
+		{"GET", "/readyz", "/readyz", nil, nil, want{200, 200, 200}},
+		{"GET", "/metrics", "/metrics", nil, nil, want{200, 200, 200}},
+		{"GET", "/static/*", "/static/app.css", nil, nil, want{200, 200, 200}},
+		{"GET", "/login", "/login", nil, nil, want{303, 303, 200}},
+		{"GET", "/register", "/register", nil, nil, want{303, 303, 200}},
+		{"POST", "/t", "/t", url.Values{"workspace_id": {W}, "content": {"new"}}, nil, want{303, 404, login}},
+		{"GET", "/t/{id}", "/t/" + T, nil, nil, want{200, 404, login}},
+		{"POST", "/t/{id}/messages", "/t/" + T + "/messages", url.Values{"content": {"more"}}, nil, want{303, 404, login}},
+		{"POST", "/t/{id}/rename", "/t/" + T + "/rename", url.Values{"title": {"new title"}}, nil, want{303, 404, login}},
+		{"POST", "/t/{id}/pin", "/t/" + T + "/pin", url.Values{"pinned": {"true"}}, nil, want{303, 404, login}},
+		{"POST", "/t/{id}/archive", "/t/" + T + "/archive", url.Values{"archived": {"false"}}, nil, want{303, 404, login}},
+		{"GET", "/t/{id}/title", "/t/" + T + "/title", nil, nil, want{200, 404, login}},
+		{"GET", "/runs/{id}/events", "/runs/" + R + "/events", nil, nil, want{200, 404, login}},
+		{"POST", "/runs/{id}/cancel", "/runs/" + R + "/cancel", nil, nil, want{303, 404, login}},
+		{"POST", "/m/{id}/retry", "/m/" + M + "/retry", nil, nil, want{303, 404, login}},
+		{"POST", "/t/{id}/delete", "", nil, freshThread, want{303, 404, login}},
+		{"GET", "/w/{id}/threads", "/w/" + W + "/threads", nil, nil, want{200, 404, login}},
+		{"GET", "/workspaces", "/workspaces", nil, nil, want{200, 200, login}},
+		{"POST", "/workspaces", "/workspaces", url.Values{"name": {"Third"}}, nil, want{303, 303, login}},
+		{"POST", "/workspaces/switch", "/workspaces/switch", url.Values{"workspace_id": {W}}, nil, want{303, 404, login}},
+		{"POST", "/workspaces/{id}/rename", "/workspaces/" + W + "/rename", url.Values{"name": {"Renamed"}}, nil, want{303, 404, login}},
+		{"POST", "/workspaces/{id}/archive", "/workspaces/" + W + "/archive", url.Values{"archived": {"false"}}, nil, want{303, 404, login}},
+		{"GET", "/admin", "/admin", nil, nil, want{200, 403, login}},
+		{"POST", "/admin/signup", "/admin/signup", url.Values{"mode": {"open"}}, nil, want{303, 403, login}},
+		{"POST", "/login", "/login", url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, nil, want{401, 401, 401}},
+		{"POST", "/register", "/register", url.Values{"email": {"bad"}, "password": {"x"}}, nil, want{422, 422, 422}},
+		{"POST", "/logout", "/logout", nil, nil, want{login, login, login}},
 	}
 
 	covered := map[string]bool{}
@@ -99,8 +118,8 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 			want   any
 		}{{"anonymous", anon, rt.want.anon}, {"other user", other, rt.want.other}, {"owner", owner, rt.want.owner}} {
 			path := rt.path
-			if rt.fresh {
-				path = fmt.Sprintf(rt.path, newThread())
+			if rt.fresh != nil {
+				path = rt.fresh()
 			}
 			if rt.pattern == "/logout" && caller.name != "anonymous" {
 				continue // checked on its own below, it would sign the caller out
@@ -134,4 +153,33 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	if r := other.Post("/logout", nil); r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "/login" {
 		t.Errorf("POST /logout as a signed-in user = %d %q", r.StatusCode, r.Header.Get("Location"))
 	}
+}
+
+// waitIdle waits until the thread has no active run and returns its latest run.
+func waitIdle(t *testing.T, store *db.DB, user, thread int64) db.Run {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		active, err := store.ActiveRuns(ctx, user, thread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(active) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %d still has active runs: %+v", thread, active)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var id int64
+	if err := store.Pool.QueryRow(ctx, "SELECT max(id) FROM runs WHERE thread_id = $1", thread).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.Run(ctx, user, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -21,13 +21,6 @@ func (h *home) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	c := views.ComposerData{Action: "/t", WorkspaceID: ws.ID, Models: s.Models, Model: first(s.Models)}
+	c := views.ComposerData{Action: "/t", WorkspaceID: ws.ID, Models: s.Models, Model: h.shell.defaultModel(r.Context(), ws)}
 	render(w, r, http.StatusOK, views.Page(ws.Name, views.App(s, views.Home(ws, c))))
-}
-
-func first(s []string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	return s[0]
 }

@@ -48,6 +48,9 @@ func capBody(limit int64) func(http.Handler) http.Handler {
 	}
 }
 
+// noDeadline clears a write deadline.
+var noDeadline time.Time
+
 // writeDeadline bounds how long a normal response may take to write. The
 // event streams are mounted outside it: they stay open for as long as a run.
 func writeDeadline(d time.Duration) func(http.Handler) http.Handler {

@@ -7,6 +7,7 @@ package handlers
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/alexedwards/scs/pgxstore"
@@ -23,7 +24,6 @@ import (
 
 // Config is what the HTTP layer needs to know about the deployment.
 type Config struct {
-	DefaultModel  string
 	SecureCookies bool  // set the session cookie's Secure flag (served over TLS)
 	MaxBodyBytes  int64 // cap for ordinary request bodies
 	LoginLimit    LoginLimit
@@ -34,7 +34,13 @@ type Server struct {
 	http.Handler
 	router       chi.Routes
 	sessionStore *pgxstore.PostgresStore
+	closing      chan struct{}
+	closeOnce    sync.Once
 }
+
+// StartShutdown ends the open event streams (browsers reconnect, to another
+// instance if there is one) so that the HTTP server can drain.
+func (s *Server) StartShutdown() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // Routes lists every "METHOD pattern" of the route table (the
 // authorization test checks that it covers them all).
@@ -48,10 +54,13 @@ func (s *Server) Routes() []string {
 }
 
 // Close stops the background work the server started (session clean-up).
-func (s *Server) Close() { s.sessionStore.StopCleanup() }
+func (s *Server) Close() {
+	s.StartShutdown()
+	s.sessionStore.StopCleanup()
+}
 
 // New wires the route table.
-func New(cfg Config, store *db.DB, chatSvc *chat.Service) *Server {
+func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
@@ -74,9 +83,11 @@ func New(cfg Config, store *db.DB, chatSvc *chat.Service) *Server {
 	m := newMetrics(reg)
 
 	a := &auth{store: store, sessions: sessions, limit: cfg.LoginLimit}
-	sh := &shell{store: store, sessions: sessions, defaultModel: cfg.DefaultModel}
+	closing := make(chan struct{})
+	sh := &shell{store: store, sessions: sessions, models: rt.Models()}
 	hm := &home{shell: sh}
-	th := &threads{store: store, shell: sh, chat: chatSvc}
+	th := &threads{store: store, shell: sh, rt: rt}
+	rn := &runs{store: store, rt: rt, closing: closing}
 	ws := &workspaces{store: store, shell: sh, sessions: sessions}
 	ad := &admin{store: store, shell: sh}
 
@@ -119,6 +130,9 @@ func New(cfg Config, store *db.DB, chatSvc *chat.Service) *Server {
 			r.Post("/t/{id}/pin", th.pin)
 			r.Post("/t/{id}/archive", th.archive)
 			r.Post("/t/{id}/delete", th.delete)
+			r.Get("/t/{id}/title", th.title)
+			r.Post("/m/{id}/retry", th.retry)
+			r.Post("/runs/{id}/cancel", rn.cancel)
 
 			r.Get("/w/{id}/threads", sh.sidebarPage)
 			r.Get("/workspaces", ws.list)
@@ -131,9 +145,13 @@ func New(cfg Config, store *db.DB, chatSvc *chat.Service) *Server {
 			r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
 		})
 	})
-	// Event streams (issue 3) mount here, outside the write deadline.
+	// Event streams: signed in, but no write deadline (they last a run).
+	r.Group(func(r chi.Router) {
+		r.Use(sessions.LoadAndSave, a.withUser, requireUser)
+		r.Get("/runs/{id}/events", rn.events)
+	})
 
-	return &Server{Handler: r, router: r, sessionStore: sessionStore}
+	return &Server{Handler: r, router: r, sessionStore: sessionStore, closing: closing}
 }
 
 // staticFiles serves the embedded files. They are small and change with the

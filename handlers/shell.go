@@ -25,11 +25,17 @@ type shellStore interface {
 	SidebarThreads(ctx context.Context, user, workspace int64, after *db.ThreadCursor, limit int) ([]db.ThreadSummary, *db.ThreadCursor, error)
 }
 
+type modelCatalog interface {
+	ChatModels(ctx context.Context) []string
+	Default(ctx context.Context) string
+	Problem(ctx context.Context) string
+}
+
 // shell builds what every signed-in page shows around its main column.
 type shell struct {
-	store        shellStore
-	sessions     *scs.SessionManager
-	defaultModel string
+	store    shellStore
+	sessions *scs.SessionManager
+	models   modelCatalog
 }
 
 // currentWorkspace is the workspace chosen in this session, falling back to
@@ -59,20 +65,17 @@ func (s *shell) build(ctx context.Context, u db.User, ws db.Workspace, activeThr
 	}
 	return views.Shell{
 		Title: title, User: u, Workspace: ws, Workspaces: all, Threads: threads,
-		NextPage: sidebarPageURL(ws.ID, next), ActiveID: activeThread, Models: s.models(ws),
+		NextPage: sidebarPageURL(ws.ID, next), ActiveID: activeThread,
+		Models: s.models.ChatModels(ctx), Notice: s.models.Problem(ctx),
 	}, nil
 }
 
-// models lists the models the composer offers. Until the model server is
-// consulted (issue 3), that is the workspace's and the instance's default.
-func (s *shell) models(ws db.Workspace) []string {
-	var out []string
-	for _, m := range []string{ws.DefaultModel, s.defaultModel} {
-		if m != "" && (len(out) == 0 || out[0] != m) {
-			out = append(out, m)
-		}
+// defaultModel is the model a new thread in ws starts with.
+func (s *shell) defaultModel(ctx context.Context, ws db.Workspace) string {
+	if ws.DefaultModel != "" {
+		return ws.DefaultModel
 	}
-	return out
+	return s.models.Default(ctx)
 }
 
 func sidebarPageURL(ws int64, c *db.ThreadCursor) string {

@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/a-h/templ"
 
 	"weft/chat"
 	"weft/db"
@@ -21,21 +24,18 @@ const pathPageSize = 100
 type threadStore interface {
 	Thread(ctx context.Context, user, id int64) (db.Thread, error)
 	ActivePath(ctx context.Context, user, thread int64, limit int) ([]db.Message, bool, error)
+	ActiveRuns(ctx context.Context, user, thread int64) ([]db.Run, error)
 	RenameThread(ctx context.Context, user, id int64, title string) error
 	SetThreadPinned(ctx context.Context, user, id int64, pinned bool) error
 	SetThreadArchived(ctx context.Context, user, id int64, archived bool) error
 	DeleteThread(ctx context.Context, user, id int64) ([]string, error)
 }
 
-type sender interface {
-	Send(ctx context.Context, user int64, in chat.Input) (chat.Sent, error)
-}
-
 // threads serves the thread page and the thread's actions.
 type threads struct {
 	store threadStore
 	shell *shell
-	chat  sender
+	rt    runtime
 }
 
 func (h *threads) show(w http.ResponseWriter, r *http.Request) {
@@ -59,13 +59,18 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
+	active, err := h.store.ActiveRuns(r.Context(), u.ID, t.ID)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
 	s, err := h.shell.build(r.Context(), u, ws, t.ID, t.Title)
 	if err != nil {
 		serverError(w, r, err)
 		return
 	}
-	p := views.ThreadPage{Thread: t, Messages: msgs, More: more, Composer: views.ComposerData{
-		Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: withModel(s.Models, t.Model), Model: t.Model,
+	p := views.ThreadPage{Thread: t, Messages: messageViews(msgs, active), More: more, Composer: views.ComposerData{
+		Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, Model: t.Model, Append: true,
 	}}
 	render(w, r, http.StatusOK, views.Page(threadTitleOr(t.Title), views.App(s, views.Thread(p))))
 }
@@ -100,7 +105,7 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 		badRequest(w, r, "That model name is too long.")
 		return
 	}
-	sent, err := h.chat.Send(r.Context(), u.ID, in)
+	sent, err := h.rt.Send(r.Context(), u.ID, in)
 	switch {
 	case errors.Is(err, chat.ErrEmpty), errors.Is(err, chat.ErrTooLong):
 		badRequest(w, r, "Message not sent: "+err.Error()+".")
@@ -110,9 +115,84 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 		return
 	}
 	if sent.Created {
-		slog.InfoContext(r.Context(), "thread created", "thread", sent.ThreadID)
+		slog.InfoContext(r.Context(), "thread created", "thread", sent.Thread.ID)
 	}
-	redirect(w, r, fmt.Sprintf("/t/%d#m%d", sent.ThreadID, sent.Message.ID))
+	if isHTMX(r) && !sent.Created {
+		// The composer appends the user message and the answer placeholder.
+		run := sent.Run
+		render(w, r, http.StatusOK, templ.Join(
+			views.MessageItem(views.MessageView{Message: sent.User}),
+			views.MessageItem(views.MessageView{Message: sent.Assistant, Run: &run}),
+		))
+		return
+	}
+	redirect(w, r, fmt.Sprintf("/t/%d#m%d", sent.Thread.ID, sent.Assistant.ID))
+}
+
+// retry serves POST /m/{id}/retry: answer again, as a new sibling.
+func (h *threads) retry(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	sent, err := h.rt.Retry(r.Context(), u.ID, id)
+	if errors.Is(err, db.ErrNotRetryable) {
+		badRequest(w, r, "This message cannot be answered again.")
+		return
+	}
+	if err != nil {
+		storeError(w, r, err)
+		return
+	}
+	redirect(w, r, fmt.Sprintf("/t/%d#m%d", sent.Thread.ID, sent.Assistant.ID))
+}
+
+// title serves GET /t/{id}/title: it waits (a little) for the generated
+// title and swaps it into the sidebar and the header.
+func (h *threads) title(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	changed := h.rt.TitleChanged(id)
+	t, err := h.store.Thread(r.Context(), u.ID, id)
+	if err != nil {
+		storeError(w, r, err)
+		return
+	}
+	if t.TitleState == "provisional" {
+		select {
+		case <-changed:
+		case <-time.After(titleWait):
+		case <-r.Context().Done():
+			return
+		}
+		if t, err = h.store.Thread(r.Context(), u.ID, id); err != nil {
+			storeError(w, r, err)
+			return
+		}
+	}
+	render(w, r, http.StatusOK, views.TitleUpdate(t))
+}
+
+// titleWait is how long GET /t/{id}/title waits for a generated title.
+const titleWait = 25 * time.Second
+
+// messageViews pairs each streaming answer with its active run.
+func messageViews(msgs []db.Message, active []db.Run) []views.MessageView {
+	byMsg := map[int64]*db.Run{}
+	for i := range active {
+		if m := active[i].AssistantMessageID; m != nil {
+			byMsg[*m] = &active[i]
+		}
+	}
+	out := make([]views.MessageView, len(msgs))
+	for i, m := range msgs {
+		out[i] = views.MessageView{Message: m, Run: byMsg[m.ID]}
+	}
+	return out
 }
 
 func (h *threads) rename(w http.ResponseWriter, r *http.Request) {
@@ -174,18 +254,6 @@ func (h *threads) delete(w http.ResponseWriter, r *http.Request) {
 	}
 	slog.InfoContext(r.Context(), "thread deleted", "thread", id, "released_blobs", len(released))
 	redirect(w, r, "/")
-}
-
-func withModel(models []string, m string) []string {
-	if m == "" {
-		return models
-	}
-	for _, x := range models {
-		if x == m {
-			return models
-		}
-	}
-	return append([]string{m}, models...)
 }
 
 func threadTitleOr(t string) string {

@@ -3,6 +3,7 @@ package views
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"weft/db"
 )
@@ -21,12 +22,53 @@ func boolValue(b bool) string {
 	return "false"
 }
 
-// messageRoute is the route recorded on a message's metadata ("" for user
-// messages).
-func messageRoute(m db.Message) string {
-	var meta struct {
-		Route string `json:"route"`
-	}
+
+// messageMeta is the part of a message's metadata the views show.
+type messageMeta struct {
+	Route    string `json:"route"`
+	Model    string `json:"model"`
+	Thinking string `json:"thinking"`
+	Usage    struct {
+		PromptTokens    int     `json:"prompt_tokens"`
+		OutputTokens    int     `json:"output_tokens"`
+		TokensPerSecond float64 `json:"tokens_per_second"`
+		DurationMS      int64   `json:"duration_ms"`
+	} `json:"usage"`
+}
+
+func metaOf(m db.Message) messageMeta {
+	var meta messageMeta
 	_ = json.Unmarshal(m.Metadata, &meta)
-	return meta.Route
+	return meta
+}
+
+func retryable(m db.Message) bool {
+	return m.Status == "error" || m.Status == "cancelled" || m.Status == "interrupted"
+}
+
+func runStatusLabel(s string) string {
+	switch s {
+	case "queued":
+		return "Queued"
+	case "running":
+		return "Answering…"
+	case "waiting":
+		return "Waiting for you"
+	}
+	return s
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
+
+func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f', 1, 64) + " s" }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

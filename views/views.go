@@ -31,12 +31,20 @@ type ComposerData struct {
 	WorkspaceID int64
 	Models      []string
 	Model       string // selected
+	Append      bool   // in a thread: htmx appends the reply fragments
+}
+
+// MessageView is a message with what its rendering needs to know.
+type MessageView struct {
+	Message    db.Message
+	Run        *db.Run // the active run writing this answer, if any
+	AwaitTitle bool    // fetch the generated title once it exists
 }
 
 // ThreadPage is the main column of /t/{id}.
 type ThreadPage struct {
 	Thread   db.Thread
-	Messages []db.Message
+	Messages []MessageView
 	More     bool
 	Composer ComposerData
 }

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -13,28 +14,75 @@ import (
 	"weft/chat"
 	"weft/db"
 	"weft/handlers"
+	"weft/internal/fakeollama"
 )
 
-// Server starts Weft's real handler on a local port over store.
+// Options configure the app under test.
+type Options struct {
+	HTTP         handlers.Config
+	Chat         chat.Config
+	Fake         *fakeollama.Server // nil: a fresh fake with its default models
+	DefaultModel string             // WEFT_DEFAULT_MODEL; "" means "tiny"
+}
+
+// App is a running Weft over a test database and a fake Ollama.
+type App struct {
+	TS      *httptest.Server
+	Handler *handlers.Server
+	RT      *chat.Runtime
+	Fake    *fakeollama.Server
+	Store   *db.DB
+}
+
+// Start runs Weft's real runtime and handler on a local port.
+func Start(t testing.TB, store *db.DB, o Options) *App {
+	t.Helper()
+	if o.HTTP.LoginLimit.Window == 0 {
+		o.HTTP.LoginLimit = handlers.LoginLimit{PerIP: 1000, PerAccount: 1000, Window: time.Minute}
+	}
+	if o.Fake == nil {
+		o.Fake = fakeollama.New(t)
+	}
+	if o.DefaultModel == "" {
+		o.DefaultModel = "tiny"
+	}
+	if o.Chat.Instance == "" {
+		o.Chat.Instance = t.Name()
+	}
+	u, err := url.Parse(o.Fake.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Chat.OllamaHost = o.Fake.URL
+	client := chat.NewOllamaClient(u)
+	rt := chat.New(store, client, chat.NewModels(client, o.Fake.URL, o.DefaultModel, 0), o.Chat)
+	if err := rt.Start(context.Background()); err != nil {
+		t.Fatalf("start runtime: %v", err)
+	}
+	srv := handlers.New(o.HTTP, store, rt)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.StartShutdown()
+		ts.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		rt.Shutdown(ctx)
+		srv.Close()
+	})
+	return &App{TS: ts, Handler: srv, RT: rt, Fake: o.Fake, Store: store}
+}
+
+// Server starts Weft over store with a fresh fake Ollama.
 func Server(t testing.TB, store *db.DB, cfg handlers.Config) *httptest.Server {
 	t.Helper()
-	ts, _ := ServerWithHandler(t, store, cfg)
-	return ts
+	return Start(t, store, Options{HTTP: cfg}).TS
 }
 
 // ServerWithHandler is Server, also returning the handler (for its route list).
 func ServerWithHandler(t testing.TB, store *db.DB, cfg handlers.Config) (*httptest.Server, *handlers.Server) {
 	t.Helper()
-	if cfg.LoginLimit.Window == 0 {
-		cfg.LoginLimit = handlers.LoginLimit{PerIP: 1000, PerAccount: 1000, Window: time.Minute}
-	}
-	srv := handlers.New(cfg, store, chat.New(store))
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Close()
-	})
-	return ts, srv
+	a := Start(t, store, Options{HTTP: cfg})
+	return a.TS, a.Handler
 }
 
 // Client is a cookie-keeping HTTP client for one person. It does not follow

@@ -1,0 +1,156 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ollama/ollama/api"
+)
+
+// Catalog is the part of the Ollama client that lists models.
+type Catalog interface {
+	List(ctx context.Context) (*api.ListResponse, error)
+	Show(ctx context.Context, req *api.ShowRequest) (*api.ShowResponse, error)
+}
+
+// Model is one model the Ollama server offers.
+type Model struct {
+	Name          string
+	Capabilities  []string
+	ContextLength int // from /api/show, 0 when unknown
+}
+
+// Has reports whether the model has a capability ("completion", "tools",
+// "vision", "thinking", "embedding").
+func (m Model) Has(c string) bool { return slices.Contains(m.Capabilities, c) }
+
+// Models is the catalogue of the Ollama server, cached briefly so that page
+// loads do not each ask Ollama.
+type Models struct {
+	client       Catalog
+	host         string
+	defaultModel string
+	maxCtx       int
+	ttl, errTTL  time.Duration
+
+	mu     sync.Mutex
+	models []Model
+	err    error
+	at     time.Time
+}
+
+// NewModels returns a catalogue over client. defaultModel is
+// WEFT_DEFAULT_MODEL; maxCtx caps the context window sent as num_ctx (a
+// model's full window can need far more memory than the machine has).
+func NewModels(client Catalog, host, defaultModel string, maxCtx int) *Models {
+	if maxCtx <= 0 {
+		maxCtx = 8192
+	}
+	return &Models{client: client, host: host, defaultModel: defaultModel, maxCtx: maxCtx,
+		ttl: 30 * time.Second, errTTL: 5 * time.Second}
+}
+
+// List returns every model with its capabilities.
+func (m *Models) List(ctx context.Context) ([]Model, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ttl := m.ttl
+	if m.err != nil {
+		ttl = m.errTTL
+	}
+	if !m.at.IsZero() && time.Since(m.at) < ttl {
+		return m.models, m.err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	m.models, m.err = m.fetch(ctx)
+	m.at = time.Now()
+	return m.models, m.err
+}
+
+func (m *Models) fetch(ctx context.Context) ([]Model, error) {
+	list, err := m.client.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Model, 0, len(list.Models))
+	for _, lm := range list.Models {
+		md := Model{Name: lm.Name}
+		show, err := m.client.Show(ctx, &api.ShowRequest{Model: lm.Name})
+		if err == nil {
+			for _, c := range show.Capabilities {
+				md.Capabilities = append(md.Capabilities, string(c))
+			}
+			md.ContextLength = contextLength(show.ModelInfo)
+		}
+		out = append(out, md)
+	}
+	slices.SortFunc(out, func(a, b Model) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// contextLength reads "<architecture>.context_length" from /api/show.
+func contextLength(info map[string]any) int {
+	arch, _ := info["general.architecture"].(string)
+	for k, v := range info {
+		if k == arch+".context_length" || (arch == "" && strings.HasSuffix(k, ".context_length")) {
+			if f, ok := v.(float64); ok {
+				return int(f)
+			}
+		}
+	}
+	return 0
+}
+
+// ChatModels lists the names of models that can chat, for the composer.
+func (m *Models) ChatModels(ctx context.Context) []string {
+	all, _ := m.List(ctx)
+	var out []string
+	for _, md := range all {
+		if md.Has("completion") {
+			out = append(out, md.Name)
+		}
+	}
+	return out
+}
+
+// Default is the model a new thread starts with: WEFT_DEFAULT_MODEL, else
+// the first chat-capable model.
+func (m *Models) Default(ctx context.Context) string {
+	if m.defaultModel != "" {
+		return m.defaultModel
+	}
+	if names := m.ChatModels(ctx); len(names) > 0 {
+		return names[0]
+	}
+	return ""
+}
+
+// NumCtx is the context window to request for a model: its own length,
+// capped by the configured maximum.
+func (m *Models) NumCtx(ctx context.Context, name string) int {
+	all, _ := m.List(ctx)
+	for _, md := range all {
+		if md.Name == name && md.ContextLength > 0 {
+			return min(md.ContextLength, m.maxCtx)
+		}
+	}
+	return m.maxCtx
+}
+
+// Problem describes what is wrong with the model server for a banner, or
+// returns "" when it answers.
+func (m *Models) Problem(ctx context.Context) string {
+	all, err := m.List(ctx)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("Ollama is not reachable at %s. Start it with `ollama serve`, or set OLLAMA_HOST to where it runs. Your threads are safe; answers resume once it is back.", m.host)
+	case len(all) == 0:
+		return fmt.Sprintf("The Ollama server at %s has no models yet. Pull one, for example `ollama pull llama3.2`.", m.host)
+	}
+	return ""
+}

@@ -1,0 +1,414 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"weft/db"
+)
+
+// Store is what the runtime needs from the database.
+type Store interface {
+	SendMessage(ctx context.Context, user int64, s db.Send) (db.Sent, error)
+	RetryAnswer(ctx context.Context, user, assistantMsg int64, kind string) (db.Sent, error)
+	ClaimNextRun(ctx context.Context, thread int64, instance string, userCap int) (db.Run, bool, error)
+	ThreadsWithQueuedRuns(ctx context.Context, owner int64) ([]int64, error)
+	FlushAnswer(ctx context.Context, run, msg int64, content, thinking string) (bool, error)
+	FinishRun(ctx context.Context, run, msg int64, f db.Finish) (db.Message, error)
+	CancelRun(ctx context.Context, user, id int64) (db.Run, error)
+	Thread(ctx context.Context, user, id int64) (db.Thread, error)
+	PathTo(ctx context.Context, user, message int64, limit int) ([]db.Message, bool, error)
+	SetGeneratedTitle(ctx context.Context, user, id int64, title string) (bool, error)
+	Heartbeat(ctx context.Context, instance string) error
+	InterruptOrphanedRuns(ctx context.Context, self string, staleAfter time.Duration) ([]db.Run, error)
+}
+
+// Chatter is the part of the Ollama client that answers.
+type Chatter interface {
+	Chat(ctx context.Context, req *api.ChatRequest, fn api.ChatResponseFunc) error
+}
+
+// Config tunes the runtime.
+type Config struct {
+	Instance       string        // this process's identity in runs.instance_id
+	OllamaHost     string        // shown in error messages
+	PerUserRuns    int           // runs of one user that may run at once (default 3)
+	FlushEvery     time.Duration // how often partial answers reach the database (default 1s)
+	HeartbeatEvery time.Duration // default 5s
+	StaleAfter     time.Duration // an instance silent this long is dead (default 20s)
+	MaxPath        int           // messages of the path sent to the model (default 10,000)
+}
+
+// Runtime executes runs.
+type Runtime struct {
+	store  Store
+	llm    Chatter
+	models *Models
+	cfg    Config
+
+	ctx    context.Context // the runtime's life; runs derive from it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	live    map[int64]*liveRun
+	titles  map[int64]chan struct{} // closed when a thread's title changes
+	closing bool
+}
+
+// New returns a runtime; call Start to recover and begin background work.
+func New(store Store, llm Chatter, models *Models, cfg Config) *Runtime {
+	if cfg.PerUserRuns <= 0 {
+		cfg.PerUserRuns = 3
+	}
+	if cfg.FlushEvery <= 0 {
+		cfg.FlushEvery = time.Second
+	}
+	if cfg.HeartbeatEvery <= 0 {
+		cfg.HeartbeatEvery = 5 * time.Second
+	}
+	if cfg.StaleAfter <= 0 {
+		cfg.StaleAfter = 20 * time.Second
+	}
+	if cfg.MaxPath <= 0 {
+		cfg.MaxPath = 10_000
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Runtime{store: store, llm: llm, models: models, cfg: cfg, ctx: ctx, cancel: cancel,
+		live: map[int64]*liveRun{}, titles: map[int64]chan struct{}{}}
+}
+
+// Models returns the model catalogue.
+func (rt *Runtime) Models() *Models { return rt.models }
+
+// Start recovers from a previous life of this instance (its runs become
+// interrupted, keeping their last flushed text), starts queued runs, and
+// keeps a heartbeat so other instances can tell this one is alive.
+func (rt *Runtime) Start(ctx context.Context) error {
+	if err := rt.store.Heartbeat(ctx, rt.cfg.Instance); err != nil {
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	interrupted, err := rt.store.InterruptOrphanedRuns(ctx, rt.cfg.Instance, rt.cfg.StaleAfter)
+	if err != nil {
+		return fmt.Errorf("recover runs: %w", err)
+	}
+	if len(interrupted) > 0 {
+		slog.Info("runs interrupted by a previous stop", "count", len(interrupted))
+	}
+	rt.kickQueued(ctx, 0)
+	rt.wg.Add(1)
+	go rt.housekeeping()
+	return nil
+}
+
+// housekeeping beats the heart, interrupts runs of dead instances and starts
+// queued runs that nobody started (their instance died, or their user was at
+// the cap).
+func (rt *Runtime) housekeeping() {
+	defer rt.wg.Done()
+	t := time.NewTicker(rt.cfg.HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-rt.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(rt.ctx, rt.cfg.HeartbeatEvery)
+		if err := rt.store.Heartbeat(ctx, rt.cfg.Instance); err != nil {
+			slog.Warn("heartbeat", "err", err)
+		}
+		if runs, err := rt.store.InterruptOrphanedRuns(ctx, "", rt.cfg.StaleAfter); err != nil {
+			slog.Warn("interrupt orphaned runs", "err", err)
+		} else if len(runs) > 0 {
+			slog.Info("runs of a dead instance interrupted", "count", len(runs))
+		}
+		rt.kickQueued(ctx, 0)
+		cancel()
+	}
+}
+
+// Shutdown stops starting runs, lets running ones finish for as long as ctx
+// allows, then stops the rest: they become interrupted with the text they
+// have, and can be retried after the restart.
+func (rt *Runtime) Shutdown(ctx context.Context) {
+	rt.mu.Lock()
+	rt.closing = true
+	rt.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		for rt.liveCount() > 0 {
+			select {
+			case <-ctx.Done():
+				close(done)
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		close(done)
+	}()
+	<-done
+	rt.mu.Lock()
+	for _, lr := range rt.live {
+		lr.stop("shutdown")
+	}
+	rt.mu.Unlock()
+	rt.cancel()
+	rt.wg.Wait()
+}
+
+func (rt *Runtime) liveCount() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return len(rt.live)
+}
+
+// Subscribe joins a run executing on this instance. ok is false when the
+// run is not live here (queued, finished, or running elsewhere): the caller
+// then reads its state from the database.
+func (rt *Runtime) Subscribe(runID int64) (snap Snapshot, events <-chan Event, unsubscribe func(), ok bool) {
+	rt.mu.Lock()
+	lr := rt.live[runID]
+	rt.mu.Unlock()
+	if lr == nil {
+		return Snapshot{}, nil, nil, false
+	}
+	snap, ch, ok := lr.subscribe()
+	if !ok {
+		return Snapshot{}, nil, nil, false
+	}
+	return snap, ch, func() { lr.unsubscribe(ch) }, true
+}
+
+// Cancel stops one of the user's runs: a queued one at once, a running one
+// by cancelling its model request (here, or through the database flag that
+// the instance running it reads at every flush).
+func (rt *Runtime) Cancel(ctx context.Context, user, runID int64) (db.Run, error) {
+	r, err := rt.store.CancelRun(ctx, user, runID)
+	if err != nil {
+		return db.Run{}, err
+	}
+	rt.mu.Lock()
+	lr := rt.live[runID]
+	rt.mu.Unlock()
+	if lr != nil {
+		lr.stop("user")
+	}
+	return r, nil
+}
+
+// kick starts the thread's next queued run if there is room.
+func (rt *Runtime) kick(thread int64) {
+	rt.mu.Lock()
+	closing := rt.closing
+	rt.mu.Unlock()
+	if closing {
+		return
+	}
+	ctx, cancel := context.WithTimeout(rt.ctx, 10*time.Second)
+	defer cancel()
+	r, ok, err := rt.store.ClaimNextRun(ctx, thread, rt.cfg.Instance, rt.cfg.PerUserRuns)
+	if err != nil {
+		slog.Error("claim run", "thread", thread, "err", err)
+		return
+	}
+	if ok {
+		rt.start(r)
+	}
+}
+
+// kickQueued tries every thread with queued runs (of one owner, or all).
+func (rt *Runtime) kickQueued(ctx context.Context, owner int64) {
+	threads, err := rt.store.ThreadsWithQueuedRuns(ctx, owner)
+	if err != nil {
+		slog.Error("queued runs", "err", err)
+		return
+	}
+	for _, th := range threads {
+		rt.kick(th)
+	}
+}
+
+func (rt *Runtime) start(r db.Run) {
+	lr := newLiveRun(r)
+	ctx, cancel := context.WithCancel(rt.ctx)
+	lr.cancel = cancel
+	rt.mu.Lock()
+	rt.live[r.ID] = lr
+	rt.mu.Unlock()
+	rt.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		defer cancel()
+		rt.execute(ctx, lr, r)
+		// The thread's next queued run, then this user's runs that waited
+		// for a free slot.
+		rt.kick(r.ThreadID)
+		rt.kickQueued(rt.ctx, r.OwnerID)
+	}()
+}
+
+// execute runs one chat run to its end.
+func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
+	started := time.Now()
+	fin := db.Finish{}
+	var final api.ChatResponse
+	done := false
+	var chatErr error
+	model := ""
+
+	thread, err := rt.store.Thread(ctx, r.OwnerID, r.ThreadID)
+	var path []db.Message
+	if err == nil {
+		path, _, err = rt.store.PathTo(ctx, r.OwnerID, *r.UserMessageID, rt.cfg.MaxPath)
+	}
+	if err != nil {
+		chatErr = fmt.Errorf("load thread: %w", err)
+	} else if model = thread.Model; model == "" {
+		chatErr = errNoModel
+	} else {
+		numCtx := rt.models.NumCtx(ctx, model)
+		req := &api.ChatRequest{
+			Model:    model,
+			Messages: toAPIMessages(path),
+			Stream:   ptr(true),
+			Options:  map[string]any{"num_ctx": numCtx},
+		}
+		fin.Usage = map[string]any{"num_ctx": numCtx}
+		lastFlush := time.Now()
+		thinkingPhase := false
+		chatErr = rt.llm.Chat(ctx, req, func(resp api.ChatResponse) error {
+			boundary := false
+			if t := resp.Message.Thinking; t != "" {
+				lr.append(EventThinking, t)
+				thinkingPhase = true
+			}
+			if c := resp.Message.Content; c != "" {
+				boundary = thinkingPhase
+				thinkingPhase = false
+				lr.append(EventDelta, c)
+			}
+			if resp.Done {
+				done, final = true, resp
+				return nil
+			}
+			if boundary || time.Since(lastFlush) >= rt.cfg.FlushEvery {
+				lastFlush = time.Now()
+				rt.flush(ctx, lr)
+			}
+			return nil
+		})
+	}
+
+	fin.Content, fin.Thinking = lr.text()
+	switch {
+	case done:
+		fin.RunStatus, fin.MsgStatus = db.RunCompleted, db.MsgComplete
+		m := final.Metrics
+		fin.Usage["prompt_tokens"] = m.PromptEvalCount
+		fin.Usage["output_tokens"] = m.EvalCount
+		fin.Usage["duration_ms"] = m.TotalDuration.Milliseconds()
+		if m.EvalDuration > 0 {
+			fin.Usage["tokens_per_second"] = float64(m.EvalCount) / m.EvalDuration.Seconds()
+		}
+		fin.Usage["done_reason"] = final.DoneReason
+	case ctx.Err() != nil && lr.reason() == "user":
+		fin.RunStatus, fin.MsgStatus = db.RunCancelled, db.MsgCancelled
+	case ctx.Err() != nil:
+		fin.RunStatus, fin.MsgStatus = db.RunInterrupted, db.MsgInterrupted
+		fin.Error = "The server stopped while this answer was being written."
+	default:
+		fin.RunStatus, fin.MsgStatus = db.RunFailed, db.MsgError
+		fin.Error = rt.describe(chatErr, model)
+		if chatErr != nil && !errors.Is(chatErr, errNoModel) {
+			slog.Warn("run failed", "run", r.ID, "model", model, "err", chatErr)
+		}
+	}
+	if fin.Usage == nil {
+		fin.Usage = map[string]any{}
+	}
+	fin.Usage["wall_ms"] = time.Since(started).Milliseconds()
+
+	// The outcome is written even when the run's context was cancelled.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	msg, err := rt.store.FinishRun(wctx, r.ID, lr.msgID, fin)
+	if err != nil {
+		slog.Error("finish run", "run", r.ID, "err", err)
+		msg = db.Message{ID: lr.msgID, ThreadID: r.ThreadID, Role: "assistant", Content: fin.Content,
+			Status: fin.MsgStatus, Error: fin.Error}
+	}
+	lr.end(msg)
+	rt.mu.Lock()
+	delete(rt.live, r.ID)
+	rt.mu.Unlock()
+
+	if done && thread.TitleState == "provisional" && len(path) > 0 {
+		rt.wg.Add(1)
+		go func() {
+			defer rt.wg.Done()
+			rt.generateTitle(r.OwnerID, thread.ID, model, path[len(path)-1].Content, fin.Content)
+		}()
+	}
+}
+
+// flush saves the partial answer; a stop requested through the database
+// (from another instance) cancels the run here.
+func (rt *Runtime) flush(ctx context.Context, lr *liveRun) {
+	content, thinking := lr.text()
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	stop, err := rt.store.FlushAnswer(wctx, lr.id, lr.msgID, content, thinking)
+	if err != nil {
+		slog.Warn("flush answer", "run", lr.id, "err", err)
+		return
+	}
+	if stop {
+		lr.stop("user")
+	}
+}
+
+var errNoModel = errors.New("no model")
+
+// describe turns a model-server failure into a message for the user: what
+// happened and what to do, without internals.
+func (rt *Runtime) describe(err error, model string) string {
+	var se api.StatusError
+	var ue *url.Error
+	var ne net.Error
+	switch {
+	case err == nil:
+		return "The model server ended the answer before it was complete."
+	case errors.Is(err, errNoModel):
+		return "No model is chosen for this thread. Pick one in the composer and retry."
+	case errors.As(err, &se) && se.StatusCode == 404:
+		return fmt.Sprintf("Model %q is not available on the Ollama server at %s. Pull it with `ollama pull %s` or choose another model.", model, rt.cfg.OllamaHost, model)
+	case errors.As(err, &se):
+		return "The model server refused the request: " + se.ErrorMessage
+	case errors.As(err, &ue), errors.As(err, &ne):
+		return fmt.Sprintf("Ollama is not reachable at %s. Start it with `ollama serve`, or set OLLAMA_HOST to where it runs, then retry.", rt.cfg.OllamaHost)
+	default:
+		return "The model stopped with an error: " + err.Error()
+	}
+}
+
+func toAPIMessages(path []db.Message) []api.Message {
+	out := make([]api.Message, 0, len(path))
+	for _, m := range path {
+		if m.Role == "assistant" && m.Content == "" {
+			continue // an answer that never got text says nothing to the model
+		}
+		out = append(out, api.Message{Role: m.Role, Content: m.Content})
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,99 @@
+package chat
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ollama/ollama/api"
+)
+
+const titlePrompt = "You write titles. Reply with a short title (at most six words) for the conversation below, " +
+	"in the language of the conversation. Reply with the title only: no quotes, no punctuation at the end."
+
+// generateTitle asks the thread's model for a short title after the first
+// answer and stores it, unless the user renamed the thread meanwhile. A
+// failure leaves the provisional title; it is never shown as an error.
+func (rt *Runtime) generateTitle(owner, thread int64, model, question, answer string) {
+	ctx, cancel := context.WithTimeout(rt.ctx, 90*time.Second)
+	defer cancel()
+	if utf8.RuneCountInString(answer) > 2000 {
+		answer = string([]rune(answer)[:2000])
+	}
+	req := &api.ChatRequest{
+		Model:  model,
+		Stream: ptr(false),
+		Messages: []api.Message{
+			{Role: "system", Content: titlePrompt},
+			{Role: "user", Content: question},
+			{Role: "assistant", Content: answer},
+			{Role: "user", Content: "Write the title of this conversation."},
+		},
+		Options: map[string]any{"num_ctx": rt.models.NumCtx(ctx, model), "num_predict": 32},
+	}
+	var out strings.Builder
+	err := rt.llm.Chat(ctx, req, func(resp api.ChatResponse) error {
+		out.WriteString(resp.Message.Content)
+		return nil
+	})
+	if err != nil {
+		slog.Warn("title generation", "thread", thread, "err", err)
+		return
+	}
+	title := cleanTitle(out.String())
+	if title == "" {
+		return
+	}
+	changed, err := rt.store.SetGeneratedTitle(ctx, owner, thread, title)
+	if err != nil {
+		slog.Warn("store title", "thread", thread, "err", err)
+		return
+	}
+	if changed {
+		rt.titleChanged(thread)
+	}
+}
+
+// cleanTitle keeps the first line of a model's title, without a "Title:"
+// label, quotes, markdown emphasis or a final full stop, at most 80 runes.
+func cleanTitle(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, "</think>"); i >= 0 {
+		s = strings.TrimSpace(s[i+len("</think>"):])
+	}
+	s, _, _ = strings.Cut(s, "\n")
+	if k, v, ok := strings.Cut(s, ":"); ok && strings.EqualFold(strings.TrimSpace(k), "title") {
+		s = v
+	}
+	s = strings.Trim(strings.TrimSpace(s), "\"'`*#“”‘’ ")
+	s = strings.TrimRight(s, ".")
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > 80 {
+		s = strings.TrimSpace(string([]rune(s)[:79])) + "…"
+	}
+	return s
+}
+
+// TitleChanged returns a channel closed the next time a generated title is
+// stored for the thread (on this instance).
+func (rt *Runtime) TitleChanged(thread int64) <-chan struct{} {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	ch, ok := rt.titles[thread]
+	if !ok {
+		ch = make(chan struct{})
+		rt.titles[thread] = ch
+	}
+	return ch
+}
+
+func (rt *Runtime) titleChanged(thread int64) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if ch, ok := rt.titles[thread]; ok {
+		close(ch)
+		delete(rt.titles, thread)
+	}
+}

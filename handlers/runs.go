@@ -1,0 +1,230 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net/http"
+	"strings"
+	"time"
+
+	"weft/chat"
+	"weft/db"
+	"weft/views"
+)
+
+type runStore interface {
+	Run(ctx context.Context, user, id int64) (db.Run, error)
+	Message(ctx context.Context, user, id int64) (db.Message, error)
+	Thread(ctx context.Context, user, id int64) (db.Thread, error)
+}
+
+type runtime interface {
+	Send(ctx context.Context, user int64, in chat.Input) (db.Sent, error)
+	Retry(ctx context.Context, user, assistantMsg int64) (db.Sent, error)
+	Cancel(ctx context.Context, user, run int64) (db.Run, error)
+	Subscribe(run int64) (chat.Snapshot, <-chan chat.Event, func(), bool)
+	TitleChanged(thread int64) <-chan struct{}
+}
+
+// runs serves a run's event stream and its stop button.
+type runs struct {
+	store   runStore
+	rt      runtime
+	closing <-chan struct{} // closed when the server shuts down
+}
+
+const (
+	heartbeatEvery = 15 * time.Second
+	pollLocalEvery = 50 * time.Millisecond // is a queued run live here yet?
+	pollDBEvery    = time.Second           // state of runs that are not live here
+	maxCoalesce    = 64                    // deltas joined into one event
+)
+
+// events serves GET /runs/{id}/events: the current state of the run first,
+// then live events, and the final message last. It works for queued runs,
+// runs executing here, runs executing on another instance (from the
+// database, at flush granularity) and finished runs.
+func (h *runs) events(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	if _, err := h.store.Run(r.Context(), u.ID, id); err != nil {
+		storeError(w, r, err)
+		return
+	}
+	es, err := startEventStream(w)
+	if err != nil {
+		return
+	}
+	ctx := r.Context()
+	beat := time.NewTicker(heartbeatEvery)
+	defer beat.Stop()
+	lastStatus, lastRemote := "", ""
+	var nextDB time.Time
+	for {
+		if snap, events, unsubscribe, ok := h.rt.Subscribe(id); ok {
+			err := h.relay(ctx, es, u.ID, snap, events, beat.C)
+			unsubscribe()
+			_ = err // the browser reconnects when it needs to
+			return
+		}
+		if now := time.Now(); now.After(nextDB) {
+			nextDB = now.Add(pollDBEvery)
+			run, err := h.store.Run(ctx, u.ID, id)
+			if err != nil {
+				return
+			}
+			if !run.Active() {
+				_ = h.sendDone(ctx, es, u.ID, run)
+				return
+			}
+			if run.Status != lastStatus {
+				lastStatus = run.Status
+				if es.sendComponent(ctx, views.EventStatus, views.RunBar(run.ID, run.Status)) != nil {
+					return
+				}
+			}
+			if run.Status != db.RunQueued && run.AssistantMessageID != nil {
+				// Running on another instance: follow its flushed text.
+				m, err := h.store.Message(ctx, u.ID, *run.AssistantMessageID)
+				if err == nil && m.Content != lastRemote {
+					lastRemote = m.Content
+					if es.sendComponent(ctx, views.EventSnapshot, views.StreamBody(m.Content, "")) != nil {
+						return
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.closing:
+			return
+		case <-beat.C:
+			if es.comment() != nil {
+				return
+			}
+		case <-time.After(pollLocalEvery):
+		}
+	}
+}
+
+// relay forwards a live run's events, joining deltas that queue up so a
+// slow connection gets fewer, larger writes.
+func (h *runs) relay(ctx context.Context, es *eventStream, user int64, snap chat.Snapshot, events <-chan chat.Event, beat <-chan time.Time) error {
+	if err := es.sendComponent(ctx, views.EventStatus, views.RunBar(snap.RunID, snap.Status)); err != nil {
+		return err
+	}
+	if err := es.sendComponent(ctx, views.EventSnapshot, views.StreamBody(snap.Content, snap.Thinking)); err != nil {
+		return err
+	}
+	var text, thinking strings.Builder
+	flush := func() error {
+		if thinking.Len() > 0 {
+			if err := es.send(views.EventThinking, html.EscapeString(thinking.String())); err != nil {
+				return err
+			}
+			thinking.Reset()
+		}
+		if text.Len() > 0 {
+			if err := es.send(views.EventDelta, html.EscapeString(text.String())); err != nil {
+				return err
+			}
+			text.Reset()
+		}
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-h.closing:
+			return errors.New("server shutting down")
+		case <-beat:
+			if err := es.comment(); err != nil {
+				return err
+			}
+		case ev, open := <-events:
+			for n := 1; ; n++ {
+				if !open {
+					// Dropped for lagging: end the response; the browser
+					// reconnects and starts from a fresh snapshot.
+					return flush()
+				}
+				switch ev.Kind {
+				case chat.EventDelta:
+					text.WriteString(ev.Text)
+				case chat.EventThinking:
+					thinking.WriteString(ev.Text)
+				case chat.EventDone:
+					if err := flush(); err != nil {
+						return err
+					}
+					return h.sendFinal(ctx, es, user, ev.Message)
+				}
+				if n >= maxCoalesce || !h.next(events, &ev, &open) {
+					break
+				}
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// next takes another event if one is already waiting.
+func (h *runs) next(events <-chan chat.Event, ev *chat.Event, open *bool) bool {
+	select {
+	case *ev, *open = <-events:
+		return true
+	default:
+		return false
+	}
+}
+
+// sendDone sends the final message of a finished run.
+func (h *runs) sendDone(ctx context.Context, es *eventStream, user int64, run db.Run) error {
+	if run.AssistantMessageID == nil {
+		return es.send(views.EventDone, "")
+	}
+	m, err := h.store.Message(ctx, user, *run.AssistantMessageID)
+	if err != nil {
+		return es.send(views.EventDone, "")
+	}
+	return h.sendFinal(ctx, es, user, m)
+}
+
+func (h *runs) sendFinal(ctx context.Context, es *eventStream, user int64, m db.Message) error {
+	v := views.MessageView{Message: m}
+	if m.Status == db.MsgComplete {
+		if t, err := h.store.Thread(ctx, user, m.ThreadID); err == nil && t.TitleState == "provisional" {
+			v.AwaitTitle = true
+		}
+	}
+	return es.sendComponent(ctx, views.EventDone, views.MessageItem(v))
+}
+
+// cancel serves POST /runs/{id}/cancel: Stop on a running answer, Cancel on
+// a queued one.
+func (h *runs) cancel(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	run, err := h.rt.Cancel(r.Context(), u.ID, id)
+	if err != nil {
+		storeError(w, r, err)
+		return
+	}
+	if isHTMX(r) {
+		w.WriteHeader(http.StatusNoContent) // the event stream shows the outcome
+		return
+	}
+	redirect(w, r, fmt.Sprintf("/t/%d", run.ThreadID))
+}

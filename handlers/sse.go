@@ -1,0 +1,76 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/a-h/templ"
+)
+
+// eventStream is the one writer of text/event-stream responses. It owns the
+// framing: an event name, every line of the payload behind its own "data:"
+// prefix (so a payload can never end an event early or forge one),
+// heartbeat comments, and a flush after each event.
+type eventStream struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf bytes.Buffer // reused for rendering payloads
+	out bytes.Buffer // reused for framing
+}
+
+// startEventStream sends the stream's headers. Streams have no write
+// deadline: they are mounted outside the one ordinary routes get.
+func startEventStream(w http.ResponseWriter) (*eventStream, error) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // proxies must not buffer it
+	w.WriteHeader(http.StatusOK)
+	s := &eventStream{w: w, rc: http.NewResponseController(w)}
+	_ = s.rc.SetWriteDeadline(noDeadline)
+	return s, s.rc.Flush()
+}
+
+// send writes one event.
+func (s *eventStream) send(event, data string) error {
+	s.out.Reset()
+	s.out.WriteString("event: ")
+	s.out.WriteString(event)
+	s.out.WriteByte('\n')
+	data = strings.ReplaceAll(data, "\r\n", "\n")
+	data = strings.ReplaceAll(data, "\r", "\n")
+	for {
+		line, rest, more := strings.Cut(data, "\n")
+		s.out.WriteString("data: ")
+		s.out.WriteString(line)
+		s.out.WriteByte('\n')
+		if !more {
+			break
+		}
+		data = rest
+	}
+	s.out.WriteByte('\n')
+	if _, err := s.w.Write(s.out.Bytes()); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// sendComponent renders c and sends it as one event.
+func (s *eventStream) sendComponent(ctx context.Context, event string, c templ.Component) error {
+	s.buf.Reset()
+	if err := c.Render(ctx, &s.buf); err != nil {
+		return err
+	}
+	return s.send(event, s.buf.String())
+}
+
+// comment keeps the connection alive through proxies; browsers ignore it.
+func (s *eventStream) comment() error {
+	if _, err := s.w.Write([]byte(": keep-alive\n\n")); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}

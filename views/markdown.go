@@ -1,0 +1,345 @@
+package views
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/a-h/templ"
+	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	highlighting "github.com/yuin/goldmark-highlighting/v2"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+)
+
+// Model answers are untrusted. They are rendered in two stages:
+//
+//  1. goldmark (GFM, no raw HTML: html.WithUnsafe is deliberately absent, so
+//     HTML in the source becomes an "<!-- raw HTML omitted -->" comment) with
+//     fenced code highlighted on the server by chroma using CSS classes only
+//     (the CSP forbids style attributes; see static/chroma.css);
+//  2. one bluemonday allowlist that only admits what stage 1 emits, as a
+//     second line of defence;
+//  3. the copy buttons and task-list checkboxes are put in after sanitizing:
+//     stage 1 writes placeholder spans, so the policy admits no <button> or
+//     <input> at all (bluemonday cannot require type="button" or disabled,
+//     so allowing the elements would also admit bare ones), and then one
+//     strings.Replacer pass swaps the placeholders for the controls and
+//     writes newlines as character references.
+//
+// Both the goldmark instance and the policy are built once and are safe for
+// concurrent use.
+
+// maxHighlightBytes caps the size of a fenced code block that is run through
+// chroma. Chroma's lexers use backtracking regexps (bounded by a 250 ms
+// per-match timeout); larger blocks are shown as plain escaped code.
+const maxHighlightBytes = 64 << 10
+
+// maxLangLabel caps the info-string language shown in a code block's header.
+const maxLangLabel = 32
+
+// markdown is the shared goldmark instance.
+var markdown = goldmark.New(
+	goldmark.WithExtensions(
+		// extension.GFM, except that table alignment is an align="…"
+		// attribute: the default (style="text-align:…") breaks under the CSP.
+		extension.Linkify,
+		extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
+		extension.Strikethrough,
+		extension.TaskList,
+		highlighting.NewHighlighting(
+			highlighting.WithFormatOptions(chromahtml.WithClasses(true)),
+			highlighting.WithGuessLanguage(false),
+			highlighting.WithWrapperRenderer(codeBlockWrapper),
+		),
+	),
+	goldmark.WithParserOptions(
+		parser.WithASTTransformers(util.Prioritized(codeBlockGuard{}, 1000)),
+	),
+	goldmark.WithRendererOptions(
+		// Overrides goldmark's image renderer (priority 1000) and the task
+		// list's checkbox renderer (500); the lowest number wins.
+		renderer.WithNodeRenderers(util.Prioritized(markdownNodes{}, 100)),
+	),
+)
+
+// markdownClass is what a class attribute may hold (chroma's token classes,
+// the code-block wrapper classes, language-xxx).
+var markdownClass = regexp.MustCompile(`^[a-zA-Z0-9 _-]{1,80}$`)
+
+// markdownPolicy is the single sanitizer policy for rendered markdown.
+//
+// It mirrors the parts of bluemonday.UGCPolicy() that goldmark emits, built
+// on NewPolicy() because UGCPolicy() admits <img> (and id, usemap, area, …)
+// and bluemonday has no way to take an element back out of a policy.
+var markdownPolicy = func() *bluemonday.Policy {
+	p := bluemonday.NewPolicy()
+
+	// URLs: parseable, absolute, http/https/mailto only. Relative links are
+	// refused too: a model must not be able to link into the app itself
+	// (e.g. a GET on /logout), and "//host" would be protocol-relative.
+	p.RequireParseableURLs(true)
+	p.AllowRelativeURLs(false)
+	p.AllowURLSchemes("http", "https", "mailto")
+	// Only links with a host (i.e. absolute http(s)) get
+	// rel="nofollow noreferrer noopener" and target="_blank".
+	p.RequireNoFollowOnFullyQualifiedLinks(true)
+	p.RequireNoReferrerOnFullyQualifiedLinks(true)
+	p.AddTargetBlankToFullyQualifiedLinks(true)
+
+	// Blocks and inline phrasing goldmark produces.
+	p.AllowElements(
+		"p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "hr", "br",
+		"ul", "li", "em", "strong", "del", "code", "pre", "div", "span",
+	)
+	p.AllowAttrs("start").Matching(bluemonday.Integer).OnElements("ol")
+	p.AllowElements("ol")
+
+	// Links (an <a> left without an href is dropped, its text kept).
+	p.AllowAttrs("href").OnElements("a")
+	p.AllowAttrs("title").Matching(bluemonday.Paragraph).OnElements("a")
+
+	// GFM tables, alignment as an attribute.
+	p.AllowElements("table", "thead", "tbody", "tr")
+	p.AllowAttrs("align").Matching(regexp.MustCompile(`^(left|center|right)$`)).OnElements("th", "td")
+	p.AllowElements("th", "td")
+
+	// Highlighted code, the code-block wrapper and the placeholders. No
+	// <button> or <input>: see markdownFinish.
+	p.AllowAttrs("class").Matching(markdownClass).OnElements("code", "pre", "span", "div")
+
+	return p
+}()
+
+// Placeholders written by the renderer and replaced after sanitizing. They
+// are spans with a class, which the policy keeps as they are. (Model text
+// cannot produce them: raw HTML never reaches the output.)
+const (
+	copySlot     = `<span class="weft-copy"></span>`
+	taskDoneSlot = `<span class="weft-task-done"></span>`
+	taskTodoSlot = `<span class="weft-task-todo"></span>`
+)
+
+// markdownFinish turns sanitized HTML into the final output in one pass:
+//   - the placeholders become the copy button and disabled checkboxes;
+//   - "\n" and "\r" become character references, which HTML decodes back
+//     to the same text (also in <pre> and in attribute values) and never to
+//     markup. The output is then a single line, so it can be sent as one SSE
+//     "data:" line and a model cannot start an "event:" or "data:" line.
+var markdownFinish = strings.NewReplacer(
+	copySlot, `<button type="button" class="copy" data-copy>Copy</button>`,
+	taskDoneSlot, `<input type="checkbox" checked disabled>`,
+	taskTodoSlot, `<input type="checkbox" disabled>`,
+	"\n", "&#10;",
+	"\r", "&#13;",
+)
+
+// newlineEscaper is the newline part of markdownFinish, for the fallback.
+var newlineEscaper = strings.NewReplacer("\n", "&#10;", "\r", "&#13;")
+
+var markdownBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func getMarkdownBuf() *bytes.Buffer {
+	b := markdownBufs.Get().(*bytes.Buffer)
+	b.Reset()
+	return b
+}
+
+func putMarkdownBuf(b *bytes.Buffer) {
+	if b.Cap() <= 1<<20 {
+		markdownBufs.Put(b)
+	}
+}
+
+// RenderMarkdown renders untrusted markdown (a model's answer) to sanitized
+// HTML that is safe to insert into a page under Weft's CSP: no script, style,
+// iframe, img, forms or form controls (other than disabled task-list
+// checkboxes and the type="button" copy buttons of code blocks),
+// event-handler, style or htmx attributes, and only http(s)/mailto URLs.
+// The result contains no newline characters (they are written as &#10;).
+func RenderMarkdown(src string) string {
+	if strings.TrimSpace(src) == "" {
+		return ""
+	}
+	raw := getMarkdownBuf()
+	defer putMarkdownBuf(raw)
+	if err := markdown.Convert([]byte(src), raw); err != nil {
+		// goldmark only fails when the writer does; fall back to text.
+		return newlineEscaper.Replace(templ.EscapeString(src))
+	}
+	clean := getMarkdownBuf()
+	defer putMarkdownBuf(clean)
+	if err := markdownPolicy.SanitizeReaderToWriter(raw, clean); err != nil {
+		return newlineEscaper.Replace(templ.EscapeString(src))
+	}
+	// Drop goldmark's final newline; the rest become character references.
+	return markdownFinish.Replace(strings.TrimRight(clean.String(), "\n"))
+}
+
+// Markdown is RenderMarkdown as a templ component.
+func Markdown(src string) templ.Component {
+	return templ.Raw(RenderMarkdown(src))
+}
+
+// codeBlockWrapper wraps each fenced code block in a div with a header that
+// shows the language and carries the copy button (static/app.js). Chroma
+// writes <pre class="chroma"><code>…</code></pre> itself when it highlighted
+// the block; otherwise the wrapper writes the pre/code and goldmark-highlighting
+// writes the HTML-escaped lines between.
+func codeBlockWrapper(w util.BufWriter, c highlighting.CodeBlockContext, entering bool) {
+	lang, _ := c.Language()
+	if !entering {
+		if !c.Highlighted() {
+			_, _ = w.WriteString("</code></pre>")
+		}
+		_, _ = w.WriteString("</div>\n")
+		return
+	}
+	_, _ = w.WriteString(`<div class="code-block"><div class="code-head">`)
+	if label := langLabel(lang); label != "" {
+		_, _ = w.WriteString(`<span class="code-lang">`)
+		_, _ = w.Write(util.EscapeHTML([]byte(label)))
+		_, _ = w.WriteString(`</span>`)
+	}
+	_, _ = w.WriteString(copySlot + `</div>`)
+	if !c.Highlighted() {
+		_, _ = w.WriteString(`<pre class="chroma"><code`)
+		if cls := langClass(lang); cls != "" {
+			_, _ = w.WriteString(` class="language-` + cls + `"`)
+		}
+		_, _ = w.WriteString(">")
+	}
+}
+
+// langLabel is the info-string language cut to maxLangLabel runes.
+func langLabel(lang []byte) string {
+	s := string(lang)
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "")
+	}
+	if utf8.RuneCountInString(s) > maxLangLabel {
+		s = string([]rune(s)[:maxLangLabel])
+	}
+	return s
+}
+
+// langClass keeps the characters of lang that may appear in a class name.
+func langClass(lang []byte) string {
+	var b strings.Builder
+	for _, c := range lang {
+		if b.Len() >= maxLangLabel {
+			break
+		}
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+			b.WriteByte(c)
+		case c == '+':
+			b.WriteString("p") // c++ → language-cpp
+		case c == '#':
+			b.WriteString("sharp") // c# → language-csharp
+		}
+	}
+	return b.String()
+}
+
+// codeBlockGuard gives every fenced code block a node attribute. Node
+// attributes make goldmark-highlighting ignore "{…}" attributes in the info
+// string (linenos, hl_lines, style), which a model could otherwise use to
+// change the markup; blocks too large to lex safely get "nohl".
+type codeBlockGuard struct{}
+
+func (codeBlockGuard) Transform(doc *ast.Document, _ text.Reader, _ parser.Context) {
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		if n.Type() == ast.TypeInline {
+			return ast.WalkSkipChildren, nil
+		}
+		fcb, ok := n.(*ast.FencedCodeBlock)
+		if !ok {
+			return ast.WalkContinue, nil
+		}
+		size := 0
+		lines := fcb.Lines()
+		for i := 0; i < lines.Len(); i++ {
+			seg := lines.At(i)
+			size += seg.Stop - seg.Start
+		}
+		if size > maxHighlightBytes {
+			fcb.SetAttributeString("nohl", true)
+		} else {
+			fcb.SetAttributeString("weft", true)
+		}
+		return ast.WalkSkipChildren, nil
+	})
+}
+
+// markdownNodes overrides goldmark's renderers for images and task-list
+// checkboxes.
+type markdownNodes struct{}
+
+func (markdownNodes) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindImage, renderImageAsLink)
+	reg.Register(east.KindTaskCheckBox, renderTaskCheckBox)
+}
+
+// renderTaskCheckBox writes a placeholder for the disabled checkbox of a
+// "- [x]" list item (markdownFinish puts the checkbox in).
+func renderTaskCheckBox(w util.BufWriter, _ []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	if node.(*east.TaskCheckBox).IsChecked {
+		_, _ = w.WriteString(taskDoneSlot + " ")
+	} else {
+		_, _ = w.WriteString(taskTodoSlot + " ")
+	}
+	return ast.WalkContinue, nil
+}
+
+// renderImageAsLink renders ![alt](url) as a link to url with alt as its
+// text, so that an answer can never make the browser fetch anything by
+// itself. Images with a non-http(s) URL, or inside a link, render as their
+// alt text only.
+func renderImageAsLink(w util.BufWriter, _ []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	n := node.(*ast.Image)
+	link := isHTTPURL(n.Destination) && !insideLink(n)
+	if !link {
+		return ast.WalkContinue, nil
+	}
+	if !entering {
+		_, _ = w.WriteString("</a>")
+		return ast.WalkContinue, nil
+	}
+	_, _ = w.WriteString(`<a href="`)
+	_, _ = w.Write(util.EscapeHTML(util.URLEscape(n.Destination, true)))
+	_, _ = w.WriteString(`">`)
+	if !n.HasChildren() {
+		_, _ = w.Write(util.EscapeHTML(n.Destination))
+	}
+	return ast.WalkContinue, nil
+}
+
+func isHTTPURL(u []byte) bool {
+	s := strings.ToLower(string(u[:min(len(u), 8)]))
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+func insideLink(n ast.Node) bool {
+	for p := n.Parent(); p != nil; p = p.Parent() {
+		if k := p.Kind(); k == ast.KindLink || k == ast.KindAutoLink {
+			return true
+		}
+	}
+	return false
+}
