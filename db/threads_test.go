@@ -55,7 +55,7 @@ func TestThreadsAreReachedOnlyThroughTheirOwner(t *testing.T) {
 			_, err := store.SendMessage(ctx, bob.ID, db.Send{ThreadID: th.ID, Content: "x", Kind: "chat"})
 			return err
 		}(),
-		"delete":  func() error { _, err := store.DeleteThread(ctx, bob.ID, th.ID); return err }(),
+		"delete": func() error { _, err := store.DeleteThread(ctx, bob.ID, th.ID); return err }(),
 		"workspace": func() error {
 			_, err := store.Workspace(ctx, bob.ID, aws.ID)
 			return err

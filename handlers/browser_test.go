@@ -23,7 +23,7 @@ func waitFor(expr string) chromedp.Action[chromedp.Void] {
 		deadline := time.Now().Add(20 * time.Second)
 		var last error
 		for time.Now().Before(deadline) {
-			ok, err := chromedp.Evaluate[bool]("Boolean(" + expr + ")")(ctx, t)
+			ok, err := chromedp.Evaluate[bool]("Boolean("+expr+")")(ctx, t)
 			if err == nil && ok {
 				return chromedp.Void{}, nil
 			}

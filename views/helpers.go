@@ -22,7 +22,6 @@ func boolValue(b bool) string {
 	return "false"
 }
 
-
 // messageMeta is the part of a message's metadata the views show.
 type messageMeta struct {
 	Route    string `json:"route"`
