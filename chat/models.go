@@ -118,10 +118,13 @@ func (m *Models) ChatModels(ctx context.Context) []string {
 	return out
 }
 
-// Default is the model a new thread starts with: WEFT_DEFAULT_MODEL, else
-// the first chat-capable model.
+// Default is the model a new thread starts with: WEFT_DEFAULT_MODEL (as the
+// server names it), else the first chat-capable model.
 func (m *Models) Default(ctx context.Context) string {
 	if m.defaultModel != "" {
+		if md, ok := m.find(ctx, m.defaultModel); ok {
+			return md.Name
+		}
 		return m.defaultModel
 	}
 	if names := m.ChatModels(ctx); len(names) > 0 {
@@ -133,13 +136,31 @@ func (m *Models) Default(ctx context.Context) string {
 // NumCtx is the context window to request for a model: its own length,
 // capped by the configured maximum.
 func (m *Models) NumCtx(ctx context.Context, name string) int {
-	all, _ := m.List(ctx)
-	for _, md := range all {
-		if md.Name == name && md.ContextLength > 0 {
-			return min(md.ContextLength, m.maxCtx)
-		}
+	if md, ok := m.find(ctx, name); ok && md.ContextLength > 0 {
+		return min(md.ContextLength, m.maxCtx)
 	}
 	return m.maxCtx
+}
+
+// find looks a model up the way Ollama does: case-insensitively, with
+// ":latest" when the name has no tag.
+func (m *Models) find(ctx context.Context, name string) (Model, bool) {
+	all, _ := m.List(ctx)
+	want := canonicalModel(name)
+	for _, md := range all {
+		if canonicalModel(md.Name) == want {
+			return md, true
+		}
+	}
+	return Model{}, false
+}
+
+func canonicalModel(name string) string {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if i := strings.LastIndex(name, "/"); !strings.Contains(name[i+1:], ":") {
+		name += ":latest"
+	}
+	return name
 }
 
 // Problem describes what is wrong with the model server for a banner, or

@@ -93,7 +93,7 @@ func (h *runs) events(w http.ResponseWriter, r *http.Request) {
 				m, err := h.store.Message(ctx, u.ID, *run.AssistantMessageID)
 				if err == nil && m.Content != lastRemote {
 					lastRemote = m.Content
-					if es.sendComponent(ctx, views.EventSnapshot, views.StreamBody(m.Content, "")) != nil {
+					if es.send(views.EventSnapshot, html.EscapeString(m.Content)) != nil {
 						return
 					}
 				}
@@ -119,7 +119,10 @@ func (h *runs) relay(ctx context.Context, es *eventStream, user int64, snap chat
 	if err := es.sendComponent(ctx, views.EventStatus, views.RunBar(snap.RunID, snap.Status)); err != nil {
 		return err
 	}
-	if err := es.sendComponent(ctx, views.EventSnapshot, views.StreamBody(snap.Content, snap.Thinking)); err != nil {
+	if err := es.send(views.EventSnapshot, html.EscapeString(snap.Content)); err != nil {
+		return err
+	}
+	if err := es.send(views.EventSnapshotThinking, html.EscapeString(snap.Thinking)); err != nil {
 		return err
 	}
 	var text, thinking strings.Builder

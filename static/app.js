@@ -48,3 +48,104 @@
     form.requestSubmit();
   });
 })();
+
+// Copy buttons of code blocks in rendered answers (views/markdown.go writes
+// <div class="code-block"> … <button data-copy> … <code>). Its own IIFE, so
+// the block above stays as it is.
+(() => {
+  "use strict";
+
+  const FEEDBACK_MS = 1500;
+  const timers = new WeakMap(); // button → pending label reset
+  const labels = new WeakMap(); // button → its own label ("Copy")
+
+  // Shows label on the button for a moment, then puts its own label back.
+  const feedback = (button, label, copied) => {
+    if (!labels.has(button)) labels.set(button, button.textContent);
+    clearTimeout(timers.get(button));
+    button.textContent = label;
+    button.classList.toggle("copied", copied);
+    timers.set(
+      button,
+      setTimeout(() => {
+        button.textContent = labels.get(button);
+        button.classList.remove("copied");
+        timers.delete(button);
+      }, FEEDBACK_MS),
+    );
+  };
+
+  // Without the async clipboard API (it needs a secure context: https or
+  // localhost) select the code, try the old copy command, and otherwise
+  // leave the selection for Ctrl+C / Cmd+C.
+  const fallback = (button, code) => {
+    const selection = window.getSelection();
+    if (!selection) return;
+    const range = document.createRange();
+    range.selectNodeContents(code);
+    selection.removeAllRanges();
+    selection.addRange(range);
+    let copied = false;
+    try {
+      copied = document.execCommand("copy");
+    } catch {
+      copied = false;
+    }
+    feedback(button, copied ? "Copied" : "Selected", copied);
+  };
+
+  // button[data-copy] copies the text of the code in the same .code-block.
+  document.addEventListener("click", (event) => {
+    const target = event.target;
+    if (!(target instanceof Element)) return;
+    const button = target.closest("button[data-copy]");
+    if (!button) return;
+    const code = button.closest(".code-block")?.querySelector("code");
+    if (!code) return;
+    // Blocks end with a newline; a pasted snippet should not.
+    const text = code.textContent.replace(/\n$/, "");
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(
+        () => feedback(button, "Copied", true),
+        () => fallback(button, code),
+      );
+    } else {
+      fallback(button, code);
+    }
+  });
+})();
+
+// Runs: Esc stops the current answer, the composer clears after an accepted
+// send, and the thread follows a streaming answer when already at the bottom.
+(function () {
+  "use strict";
+
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || event.isComposing) return;
+    const stop = document.querySelector('[data-testid="stop"]');
+    if (stop) {
+      event.preventDefault();
+      stop.click();
+    }
+  });
+
+  document.addEventListener("htmx:afterRequest", (event) => {
+    const form = event.detail && event.detail.elt;
+    if (form && form.matches && form.matches("form.composer") && event.detail.successful) {
+      form.reset();
+      const box = form.querySelector("textarea");
+      if (box) box.focus();
+    }
+  });
+
+  // Stick to the bottom while new text arrives, unless the reader scrolled up.
+  const nearBottom = () => window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+  let stick = true;
+  window.addEventListener("scroll", () => { stick = nearBottom(); }, { passive: true });
+  document.addEventListener("htmx:afterSwap", () => {
+    if (stick) window.scrollTo(0, document.body.scrollHeight);
+  });
+  document.addEventListener("htmx:sseMessage", () => {
+    if (stick) window.scrollTo(0, document.body.scrollHeight);
+  });
+})();

@@ -4,9 +4,11 @@ package views
 // The stream handler sends them and the placeholder's sse-swap attributes
 // listen for them, so both use these constants.
 const (
-	// EventSnapshot replaces the streamed body with the run's current state;
-	// it is the first event of every (re)connection.
-	EventSnapshot = "snapshot"
+	// EventSnapshot replaces the answer text with the run's text so far and
+	// EventSnapshotThinking the thinking text: they are the first events of
+	// every (re)connection, so nothing is duplicated or missing.
+	EventSnapshot         = "snapshot"
+	EventSnapshotThinking = "snapshot-thinking"
 	// EventDelta appends answer text.
 	EventDelta = "delta"
 	// EventThinking appends thinking text.

@@ -71,3 +71,6 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+func textID(run int64) string     { return "run-" + id(run) + "-text" }
+func thinkingID(run int64) string { return "run-" + id(run) + "-thinking" }

@@ -21,7 +21,7 @@ import (
 	"github.com/yuin/goldmark/util"
 )
 
-// Model answers are untrusted. They are rendered in two stages:
+// Model answers are untrusted. They are rendered in three stages:
 //
 //  1. goldmark (GFM, no raw HTML: html.WithUnsafe is deliberately absent, so
 //     HTML in the source becomes an "<!-- raw HTML omitted -->" comment) with
@@ -121,8 +121,9 @@ var markdownPolicy = func() *bluemonday.Policy {
 }()
 
 // Placeholders written by the renderer and replaced after sanitizing. They
-// are spans with a class, which the policy keeps as they are. (Model text
-// cannot produce them: raw HTML never reaches the output.)
+// are spans with a class, which the policy keeps as they are. Model text
+// cannot produce them (raw HTML never reaches the policy), and a forged one
+// would only become another copy button or disabled checkbox.
 const (
 	copySlot     = `<span class="weft-copy"></span>`
 	taskDoneSlot = `<span class="weft-task-done"></span>`

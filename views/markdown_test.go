@@ -296,7 +296,7 @@ var benchAnswer = func() string {
 	b.WriteString("\tfor sc.Scan() {\n\t\tn++\n\t\tif n%1000 == 0 && len(sc.Text()) > 0 {\n\t\t\tfmt.Printf(\"%d: %q\\n\", n, sc.Text())\n\t\t}\n\t}\n")
 	b.WriteString("\tif err := sc.Err(); err != nil {\n\t\tlog.Fatal(err)\n\t}\n\tfmt.Println(\"lines:\", n)\n}\n```\n\n")
 	b.WriteString("### Notes\n\n")
-	for i := 0; b.Len() < 3300; i++ {
+	for b.Len() < 3800 {
 		b.WriteString("- The scanner's default token limit is 64 KiB; call `Buffer` to raise it, otherwise `Scan` stops with `bufio.ErrTooLong`.\n")
 		b.WriteString("- Always check `sc.Err()` after the loop & close the file (`defer f.Close()`).\n")
 	}
