@@ -61,8 +61,16 @@ func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, err
 	if err != nil {
 		return db.Sent{}, err
 	}
-	rt.kick(sent.Thread.ID)
+	rt.startIfNext(&sent)
 	return sent, nil
+}
+
+// startIfNext kicks the thread and, when that started the run just created,
+// reports it as running.
+func (rt *Runtime) startIfNext(sent *db.Sent) {
+	if r, ok := rt.kick(sent.Thread.ID); ok && r.ID == sent.Run.ID {
+		sent.Run = r
+	}
 }
 
 // Retry answers the user message above an assistant message again, as a new
@@ -72,7 +80,7 @@ func (rt *Runtime) Retry(ctx context.Context, user, assistantMsg int64) (db.Sent
 	if err != nil {
 		return db.Sent{}, err
 	}
-	rt.kick(sent.Thread.ID)
+	rt.startIfNext(&sent)
 	return sent, nil
 }
 

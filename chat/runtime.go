@@ -205,24 +205,25 @@ func (rt *Runtime) Cancel(ctx context.Context, user, runID int64) (db.Run, error
 	return r, nil
 }
 
-// kick starts the thread's next queued run if there is room.
-func (rt *Runtime) kick(thread int64) {
+// kick starts the thread's next queued run if there is room, and returns it.
+func (rt *Runtime) kick(thread int64) (db.Run, bool) {
 	rt.mu.Lock()
 	closing := rt.closing
 	rt.mu.Unlock()
 	if closing {
-		return
+		return db.Run{}, false
 	}
 	ctx, cancel := context.WithTimeout(rt.ctx, 10*time.Second)
 	defer cancel()
 	r, ok, err := rt.store.ClaimNextRun(ctx, thread, rt.cfg.Instance, rt.cfg.PerUserRuns)
 	if err != nil {
 		slog.Error("claim run", "thread", thread, "err", err)
-		return
+		return db.Run{}, false
 	}
 	if ok {
 		rt.start(r)
 	}
+	return r, ok
 }
 
 // kickQueued tries every thread with queued runs (of one owner, or all).
