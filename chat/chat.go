@@ -39,12 +39,9 @@ type Input struct {
 // the user have room. A new thread comes into being with its first message,
 // in the same transaction, never before.
 func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, error) {
-	content := strings.TrimSpace(in.Content)
-	if content == "" {
-		return db.Sent{}, ErrEmpty
-	}
-	if utf8.RuneCountInString(content) > MaxMessageRunes {
-		return db.Sent{}, ErrTooLong
+	content, err := validContent(in.Content)
+	if err != nil {
+		return db.Sent{}, err
 	}
 	model := in.Model
 	if model == "" && in.ThreadID == 0 {
@@ -58,11 +55,7 @@ func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, err
 		Content:     content,
 		Kind:        "chat",
 	})
-	if err != nil {
-		return db.Sent{}, err
-	}
-	rt.startIfNext(&sent)
-	return sent, nil
+	return rt.queued(sent, err)
 }
 
 // startIfNext kicks the thread and, when that started the run just created,
@@ -74,14 +67,61 @@ func (rt *Runtime) startIfNext(sent *db.Sent) {
 }
 
 // Retry answers the user message above an assistant message again, as a new
-// sibling answer.
-func (rt *Runtime) Retry(ctx context.Context, user, assistantMsg int64) (db.Sent, error) {
-	sent, err := rt.store.RetryAnswer(ctx, user, assistantMsg, "chat")
+// sibling answer (retry after an error, or regenerate); model "" keeps the
+// thread's model.
+func (rt *Runtime) Retry(ctx context.Context, user, assistantMsg int64, model string) (db.Sent, error) {
+	return rt.queued(rt.store.RetryAnswer(ctx, user, assistantMsg, "chat", model))
+}
+
+// Edit stores a new version of a user message as its sibling and answers it.
+func (rt *Runtime) Edit(ctx context.Context, user, message int64, content string) (db.Sent, error) {
+	content, err := validContent(content)
+	if err != nil {
+		return db.Sent{}, err
+	}
+	return rt.queued(rt.store.EditMessage(ctx, user, message, content, "chat"))
+}
+
+// Continue goes on writing a stopped or interrupted answer.
+func (rt *Runtime) Continue(ctx context.Context, user, assistantMsg int64) (db.Sent, error) {
+	return rt.queued(rt.store.ContinueAnswer(ctx, user, assistantMsg, "chat"))
+}
+
+// DeleteMessage removes a message and its subtree; answers being written
+// inside it are stopped.
+func (rt *Runtime) DeleteMessage(ctx context.Context, user, message int64) (db.DeletedSubtree, error) {
+	del, err := rt.store.DeleteMessage(ctx, user, message)
+	if err != nil {
+		return del, err
+	}
+	rt.mu.Lock()
+	for _, id := range del.ActiveRuns {
+		if lr := rt.live[id]; lr != nil {
+			lr.stop("user")
+		}
+	}
+	rt.mu.Unlock()
+	return del, nil
+}
+
+// queued starts a just-queued run when its thread and user have room.
+func (rt *Runtime) queued(sent db.Sent, err error) (db.Sent, error) {
 	if err != nil {
 		return db.Sent{}, err
 	}
 	rt.startIfNext(&sent)
 	return sent, nil
+}
+
+func validContent(content string) (string, error) {
+	content = strings.TrimSpace(content)
+	if content == "" {
+		return "", ErrEmpty
+	}
+	if utf8.RuneCountInString(content) > MaxMessageRunes {
+		return "", ErrTooLong
+	}
+	return content, nil
 }
 
 // provisionalTitle is the first line of the first message, shortened; a

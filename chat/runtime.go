@@ -18,7 +18,11 @@ import (
 // Store is what the runtime needs from the database.
 type Store interface {
 	SendMessage(ctx context.Context, user int64, s db.Send) (db.Sent, error)
-	RetryAnswer(ctx context.Context, user, assistantMsg int64, kind string) (db.Sent, error)
+	RetryAnswer(ctx context.Context, user, assistantMsg int64, kind, model string) (db.Sent, error)
+	EditMessage(ctx context.Context, user, message int64, content, kind string) (db.Sent, error)
+	ContinueAnswer(ctx context.Context, user, message int64, kind string) (db.Sent, error)
+	DeleteMessage(ctx context.Context, user, message int64) (db.DeletedSubtree, error)
+	Message(ctx context.Context, user, id int64) (db.Message, error)
 	ClaimNextRun(ctx context.Context, thread int64, instance string, userCap int) (db.Run, bool, error)
 	ThreadsWithQueuedRuns(ctx context.Context, owner int64) ([]int64, error)
 	FlushAnswer(ctx context.Context, run, msg int64, content, thinking string) (bool, error)
@@ -240,6 +244,12 @@ func (rt *Runtime) kickQueued(ctx context.Context, owner int64) {
 
 func (rt *Runtime) start(r db.Run) {
 	lr := newLiveRun(r)
+	if r.Continues {
+		// Subscribers see the earlier text too; deltas append to it.
+		if m, err := rt.store.Message(rt.ctx, r.OwnerID, *r.AssistantMessageID); err == nil {
+			lr.content.WriteString(m.Content)
+		}
+	}
 	ctx, cancel := context.WithCancel(rt.ctx)
 	lr.cancel = cancel
 	rt.mu.Lock()
@@ -271,9 +281,19 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 	if err == nil {
 		path, _, err = rt.store.PathTo(ctx, r.OwnerID, *r.UserMessageID, rt.cfg.MaxPath)
 	}
+	if err == nil && r.Continues {
+		// The answer so far is the model's own beginning: it goes on from it.
+		var partial db.Message
+		if partial, err = rt.store.Message(ctx, r.OwnerID, lr.msgID); err == nil {
+			path = append(path, partial)
+		}
+	}
+	if model = r.Model; model == "" {
+		model = thread.Model
+	}
 	if err != nil {
 		chatErr = fmt.Errorf("load thread: %w", err)
-	} else if model = thread.Model; model == "" {
+	} else if model == "" {
 		chatErr = errNoModel
 	} else {
 		numCtx := rt.models.NumCtx(ctx, model)

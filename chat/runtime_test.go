@@ -152,7 +152,7 @@ func TestAnUnreachableOllamaFailsTheRunWithAnExplanation(t *testing.T) {
 	}
 	// Retry once it is back: a new sibling answer completes.
 	e.fake.SetDown(false)
-	again, err := e.rt.Retry(context.Background(), e.user.ID, m.ID)
+	again, err := e.rt.Retry(context.Background(), e.user.ID, m.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}

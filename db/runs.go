@@ -43,6 +43,7 @@ type Run struct {
 	Usage              json.RawMessage `db:"usage"`
 	Error              string          `db:"error"`
 	CancelRequested    bool            `db:"cancel_requested"`
+	Continues          bool            `db:"continues"` // goes on writing an existing answer
 	CreatedAt          time.Time       `db:"created_at"`
 	StartedAt          *time.Time      `db:"started_at"`
 	FinishedAt         *time.Time      `db:"finished_at"`
@@ -54,7 +55,7 @@ func (r Run) Active() bool {
 }
 
 const runCols = `id, thread_id, owner_id, kind, status, instance_id, user_message_id, assistant_message_id,
-	model, usage, error, cancel_requested, created_at, started_at, finished_at`
+	model, usage, error, cancel_requested, continues, created_at, started_at, finished_at`
 
 // Send is one message from the composer.
 type Send struct {
@@ -109,22 +110,26 @@ func (d *DB) SendMessage(ctx context.Context, user int64, s Send) (Sent, error) 
 		if out.User, err = insertMessage(ctx, tx, t.ID, t.ActiveLeafID, "user", s.Content, MsgComplete, nil); err != nil {
 			return err
 		}
-		out.Assistant, out.Run, err = insertAnswer(ctx, tx, t, out.User.ID, s.Kind)
+		out.Assistant, out.Run, err = insertAnswer(ctx, tx, t, out.User.ID, s.Kind, "")
 		return err
 	})
 	return out, mapErr(err)
 }
 
 // insertAnswer adds a streaming assistant message under userMsg with its
-// queued run and makes it the thread's active leaf.
-func insertAnswer(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64, kind string) (Message, Run, error) {
-	meta := map[string]any{"route": kind, "model": t.Model}
+// queued run and makes it the thread's active leaf. model "" means the
+// thread's model.
+func insertAnswer(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64, kind, model string) (Message, Run, error) {
+	if model == "" {
+		model = t.Model
+	}
+	meta := map[string]any{"route": kind, "model": model}
 	m, err := insertMessage(ctx, tx, t.ID, &userMsg, "assistant", "", MsgStreaming, meta)
 	if err != nil {
 		return Message{}, Run{}, err
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO runs (thread_id, owner_id, kind, user_message_id, assistant_message_id, model)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+runCols, t.ID, t.OwnerID, kind, userMsg, m.ID, t.Model)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+runCols, t.ID, t.OwnerID, kind, userMsg, m.ID, model)
 	if err != nil {
 		return Message{}, Run{}, err
 	}
@@ -141,10 +146,11 @@ func insertAnswer(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64, kind 
 // is not an assistant message, or it is still being written).
 var ErrNotRetryable = errors.New("db: message cannot be retried")
 
-// RetryAnswer answers the user message above an assistant message again: a
-// new sibling assistant message with a queued run, which becomes the active
-// leaf. The old answer stays in the tree.
-func (d *DB) RetryAnswer(ctx context.Context, user, assistantMsg int64, kind string) (Sent, error) {
+// RetryAnswer answers the user message above an assistant message again
+// (retry, regenerate): a new sibling assistant message with a queued run,
+// which becomes the active leaf; model "" uses the thread's model. The old
+// answer stays in the tree.
+func (d *DB) RetryAnswer(ctx context.Context, user, assistantMsg int64, kind, model string) (Sent, error) {
 	var out Sent
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		var parent *int64
@@ -166,7 +172,7 @@ func (d *DB) RetryAnswer(ctx context.Context, user, assistantMsg int64, kind str
 		if out.Thread, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Thread]); err != nil {
 			return err
 		}
-		out.Assistant, out.Run, err = insertAnswer(ctx, tx, out.Thread, *parent, kind)
+		out.Assistant, out.Run, err = insertAnswer(ctx, tx, out.Thread, *parent, kind, model)
 		return err
 	})
 	return out, mapErr(err)

@@ -64,6 +64,8 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	R := fmt.Sprint(first.ID)
 	M := fmt.Sprint(*first.AssistantMessageID)
 	freshThread := func() string { return fmt.Sprintf("/t/%d/delete", newThread().Thread.ID) }
+	freshMessage := func() string { return fmt.Sprintf("/m/%d/delete", newThread().User.ID) }
+	U := fmt.Sprint(*first.UserMessageID)
 
 	const (
 		login = "→/login"
@@ -94,6 +96,18 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/runs/{id}/cancel", "/runs/" + R + "/cancel", nil, nil, want{303, 404, login}},
 		{"POST", "/m/{id}/retry", "/m/" + M + "/retry", nil, nil, want{303, 404, login}},
 		{"POST", "/t/{id}/delete", "", nil, freshThread, want{303, 404, login}},
+		{"GET", "/t/{id}/history", "/t/" + T + "/history?before=" + M, nil, nil, want{200, 404, login}},
+		{"GET", "/t/{id}/export.{format}", "/t/" + T + "/export.json", nil, nil, want{200, 404, login}},
+		{"POST", "/t/{id}/move", "/t/" + T + "/move", url.Values{"workspace_id": {W}}, nil, want{303, 404, login}},
+		{"POST", "/m/{id}/edit", "/m/" + U + "/edit", url.Values{"content": {"edited"}}, nil, want{303, 404, login}},
+		{"POST", "/m/{id}/continue", "/m/" + M + "/continue", nil, nil, want{400, 404, login}},
+		{"POST", "/m/{id}/select", "/m/" + M + "/select", nil, nil, want{303, 404, login}},
+		{"POST", "/m/{id}/fork", "/m/" + M + "/fork", nil, nil, want{303, 404, login}},
+		{"POST", "/m/{id}/delete", "", nil, freshMessage, want{303, 404, login}},
+		{"GET", "/search", "/search?q=hi", nil, nil, want{200, 200, login}},
+		{"GET", "/archived", "/archived", nil, nil, want{200, 200, login}},
+		{"GET", "/import", "/import", nil, nil, want{200, 200, login}},
+		{"POST", "/import", "/import", url.Values{"x": {"y"}}, nil, want{422, 422, login}},
 		{"GET", "/w/{id}/threads", "/w/" + W + "/threads", nil, nil, want{200, 404, login}},
 		{"GET", "/workspaces", "/workspaces", nil, nil, want{200, 200, login}},
 		{"POST", "/workspaces", "/workspaces", url.Values{"name": {"Third"}}, nil, want{303, 303, login}},

@@ -87,7 +87,9 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 	sh := &shell{store: store, sessions: sessions, models: rt.Models()}
 	hm := &home{shell: sh}
 	th := &threads{store: store, shell: sh, rt: rt}
-	rn := &runs{store: store, rt: rt, closing: closing}
+	rn := &runs{store: store, models: rt.Models(), rt: rt, closing: closing}
+	ms := &messages{store: store, rt: rt}
+	mg := &manage{store: store, shell: sh}
 	ws := &workspaces{store: store, shell: sh, sessions: sessions}
 	ad := &admin{store: store, shell: sh}
 
@@ -97,7 +99,7 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 	}))
 
 	r := chi.NewRouter()
-	r.Use(m.observe, securityHeaders, cop.Handler, capBody(cfg.MaxBodyBytes))
+	r.Use(m.observe, securityHeaders, cop.Handler)
 	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		errorPage(w, r, http.StatusMethodNotAllowed, "That action is not available here.")
@@ -109,9 +111,10 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	r.Get("/static/*", http.StripPrefix("/static/", staticFiles()).ServeHTTP)
 
-	// Pages and actions: sessions, a signed-in user, a write deadline.
+	// Pages and actions: capped bodies, sessions, a signed-in user, a write
+	// deadline.
 	r.Group(func(r chi.Router) {
-		r.Use(writeDeadline(30*time.Second), sessions.LoadAndSave, a.withUser)
+		r.Use(capBody(cfg.MaxBodyBytes), writeDeadline(30*time.Second), sessions.LoadAndSave, a.withUser)
 
 		r.Get("/register", a.showRegister)
 		r.Post("/register", a.register)
@@ -131,8 +134,20 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 			r.Post("/t/{id}/archive", th.archive)
 			r.Post("/t/{id}/delete", th.delete)
 			r.Get("/t/{id}/title", th.title)
-			r.Post("/m/{id}/retry", th.retry)
+			r.Get("/t/{id}/history", th.history)
+			r.Post("/m/{id}/retry", ms.retry)
+			r.Post("/m/{id}/edit", ms.edit)
+			r.Post("/m/{id}/continue", ms.continueAnswer)
+			r.Post("/m/{id}/select", ms.selectBranch)
+			r.Post("/m/{id}/fork", ms.fork)
+			r.Post("/m/{id}/delete", ms.delete)
 			r.Post("/runs/{id}/cancel", rn.cancel)
+
+			r.Post("/t/{id}/move", mg.move)
+			r.Get("/t/{id}/export.{format}", mg.export)
+			r.Get("/search", mg.search)
+			r.Get("/archived", mg.archived)
+			r.Get("/import", mg.importPage)
 
 			r.Get("/w/{id}/threads", sh.sidebarPage)
 			r.Get("/workspaces", ws.list)
@@ -145,9 +160,14 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 			r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
 		})
 	})
+	// Uploads: the same, with a larger cap of their own.
+	r.Group(func(r chi.Router) {
+		r.Use(capBody(chat.MaxImportBytes+1<<20), writeDeadline(2*time.Minute), sessions.LoadAndSave, a.withUser, requireUser)
+		r.Post("/import", mg.importThread)
+	})
 	// Event streams: signed in, but no write deadline (they last a run).
 	r.Group(func(r chi.Router) {
-		r.Use(sessions.LoadAndSave, a.withUser, requireUser)
+		r.Use(capBody(cfg.MaxBodyBytes), sessions.LoadAndSave, a.withUser, requireUser)
 		r.Get("/runs/{id}/events", rn.events)
 	})
 

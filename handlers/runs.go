@@ -18,11 +18,15 @@ type runStore interface {
 	Run(ctx context.Context, user, id int64) (db.Run, error)
 	Message(ctx context.Context, user, id int64) (db.Message, error)
 	Thread(ctx context.Context, user, id int64) (db.Thread, error)
+	Branches(ctx context.Context, user, thread int64, msgs []db.Message) (map[int64]db.Branch, error)
 }
 
 type runtime interface {
 	Send(ctx context.Context, user int64, in chat.Input) (db.Sent, error)
-	Retry(ctx context.Context, user, assistantMsg int64) (db.Sent, error)
+	Retry(ctx context.Context, user, assistantMsg int64, model string) (db.Sent, error)
+	Edit(ctx context.Context, user, message int64, content string) (db.Sent, error)
+	Continue(ctx context.Context, user, assistantMsg int64) (db.Sent, error)
+	DeleteMessage(ctx context.Context, user, message int64) (db.DeletedSubtree, error)
 	Cancel(ctx context.Context, user, run int64) (db.Run, error)
 	Subscribe(run int64) (chat.Snapshot, <-chan chat.Event, func(), bool)
 	TitleChanged(thread int64) <-chan struct{}
@@ -31,6 +35,7 @@ type runtime interface {
 // runs serves a run's event stream and its stop button.
 type runs struct {
 	store   runStore
+	models  modelCatalog
 	rt      runtime
 	closing <-chan struct{} // closed when the server shuts down
 }
@@ -203,7 +208,10 @@ func (h *runs) sendDone(ctx context.Context, es *eventStream, user int64, run db
 }
 
 func (h *runs) sendFinal(ctx context.Context, es *eventStream, user int64, m db.Message) error {
-	v := views.MessageView{Message: m}
+	v := views.MessageView{Message: m, Models: h.models.ChatModels(ctx)}
+	if b, err := h.store.Branches(ctx, user, m.ThreadID, []db.Message{m}); err == nil {
+		v.Branch = b[m.ID]
+	}
 	if m.Status == db.MsgComplete {
 		if t, err := h.store.Thread(ctx, user, m.ThreadID); err == nil && t.TitleState == "provisional" {
 			v.AwaitTitle = true

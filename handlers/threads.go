@@ -25,6 +25,10 @@ type threadStore interface {
 	Thread(ctx context.Context, user, id int64) (db.Thread, error)
 	ActivePath(ctx context.Context, user, thread int64, limit int) ([]db.Message, bool, error)
 	ActiveRuns(ctx context.Context, user, thread int64) ([]db.Run, error)
+	PathTo(ctx context.Context, user, message int64, limit int) ([]db.Message, bool, error)
+	Message(ctx context.Context, user, id int64) (db.Message, error)
+	NewestLeafUnder(ctx context.Context, user, message int64) (int64, int64, error)
+	Branches(ctx context.Context, user, thread int64, msgs []db.Message) (map[int64]db.Branch, error)
 	RenameThread(ctx context.Context, user, id int64, title string) error
 	SetThreadPinned(ctx context.Context, user, id int64, pinned bool) error
 	SetThreadArchived(ctx context.Context, user, id int64, archived bool) error
@@ -54,12 +58,7 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 		storeError(w, r, err)
 		return
 	}
-	msgs, more, err := h.store.ActivePath(r.Context(), u.ID, t.ID, pathPageSize)
-	if err != nil {
-		serverError(w, r, err)
-		return
-	}
-	active, err := h.store.ActiveRuns(r.Context(), u.ID, t.ID)
+	msgs, more, err := h.path(r, u.ID, t.ID)
 	if err != nil {
 		serverError(w, r, err)
 		return
@@ -69,7 +68,12 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	p := views.ThreadPage{Thread: t, Messages: messageViews(msgs, active), More: more, Composer: views.ComposerData{
+	items, err := h.messageViews(r.Context(), u.ID, t.ID, msgs, s.Models)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	p := views.ThreadPage{Thread: t, Workspaces: s.Workspaces, Messages: items, More: more, Composer: views.ComposerData{
 		Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, Model: t.Model, Append: true,
 	}}
 	render(w, r, http.StatusOK, views.Page(threadTitleOr(t.Title), views.App(s, views.Thread(p))))
@@ -129,25 +133,6 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 	redirect(w, r, fmt.Sprintf("/t/%d#m%d", sent.Thread.ID, sent.Assistant.ID))
 }
 
-// retry serves POST /m/{id}/retry: answer again, as a new sibling.
-func (h *threads) retry(w http.ResponseWriter, r *http.Request) {
-	u, _ := currentUser(r)
-	id, ok := pathID(w, r, "id")
-	if !ok {
-		return
-	}
-	sent, err := h.rt.Retry(r.Context(), u.ID, id)
-	if errors.Is(err, db.ErrNotRetryable) {
-		badRequest(w, r, "This message cannot be answered again.")
-		return
-	}
-	if err != nil {
-		storeError(w, r, err)
-		return
-	}
-	redirect(w, r, fmt.Sprintf("/t/%d#m%d", sent.Thread.ID, sent.Assistant.ID))
-}
-
 // title serves GET /t/{id}/title: it waits (a little) for the generated
 // title and swaps it into the sidebar and the header.
 func (h *threads) title(w http.ResponseWriter, r *http.Request) {
@@ -180,8 +165,65 @@ func (h *threads) title(w http.ResponseWriter, r *http.Request) {
 // titleWait is how long GET /t/{id}/title waits for a generated title.
 const titleWait = 25 * time.Second
 
-// messageViews pairs each streaming answer with its active run.
-func messageViews(msgs []db.Message, active []db.Run) []views.MessageView {
+// path is the last page of the branch the thread page shows: the saved
+// active branch, or (with ?at=message, from a search result) the branch
+// through that message, shown without changing the saved one.
+func (h *threads) path(r *http.Request, user, thread int64) ([]db.Message, bool, error) {
+	if at, err := strconv.ParseInt(r.URL.Query().Get("at"), 10, 64); err == nil && at > 0 {
+		leaf, th, err := h.store.NewestLeafUnder(r.Context(), user, at)
+		if err == nil && th == thread {
+			return h.store.PathTo(r.Context(), user, leaf, pathPageSize)
+		}
+	}
+	return h.store.ActivePath(r.Context(), user, thread, pathPageSize)
+}
+
+// history serves GET /t/{id}/history?before=message: the page of the path
+// above a message, loaded when the reader scrolls up.
+func (h *threads) history(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	before, err := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
+	if err != nil {
+		notFound(w, r)
+		return
+	}
+	m, err := h.store.Message(r.Context(), u.ID, before)
+	if err != nil || m.ThreadID != id {
+		notFound(w, r)
+		return
+	}
+	if m.ParentID == nil {
+		render(w, r, http.StatusOK, templ.NopComponent)
+		return
+	}
+	msgs, more, err := h.store.PathTo(r.Context(), u.ID, *m.ParentID, pathPageSize)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	items, err := h.messageViews(r.Context(), u.ID, id, msgs, h.shell.models.ChatModels(r.Context()))
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	render(w, r, http.StatusOK, views.HistoryPage(id, items, more))
+}
+
+// messageViews pairs each message with its branch position and, for an
+// answer being written, its active run.
+func (h *threads) messageViews(ctx context.Context, user, thread int64, msgs []db.Message, models []string) ([]views.MessageView, error) {
+	active, err := h.store.ActiveRuns(ctx, user, thread)
+	if err != nil {
+		return nil, err
+	}
+	branches, err := h.store.Branches(ctx, user, thread, msgs)
+	if err != nil {
+		return nil, err
+	}
 	byMsg := map[int64]*db.Run{}
 	for i := range active {
 		if m := active[i].AssistantMessageID; m != nil {
@@ -190,9 +232,9 @@ func messageViews(msgs []db.Message, active []db.Run) []views.MessageView {
 	}
 	out := make([]views.MessageView, len(msgs))
 	for i, m := range msgs {
-		out[i] = views.MessageView{Message: m, Run: byMsg[m.ID]}
+		out[i] = views.MessageView{Message: m, Run: byMsg[m.ID], Branch: branches[m.ID], Models: models}
 	}
-	return out
+	return out, nil
 }
 
 func (h *threads) rename(w http.ResponseWriter, r *http.Request) {

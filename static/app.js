@@ -149,3 +149,70 @@
     if (stick) window.scrollTo(0, document.body.scrollHeight);
   });
 })();
+
+// Keyboard and drafts: Ctrl/Cmd+K focuses search; ↑ in an empty composer
+// edits the last message you sent; unsent composer text is kept per thread
+// (in this browser) across navigation and reloads.
+(function () {
+  "use strict";
+
+  document.addEventListener("keydown", (event) => {
+    if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === "k") {
+      const search = document.getElementById("search");
+      if (search) {
+        event.preventDefault();
+        search.focus();
+        search.select();
+      }
+      return;
+    }
+    const box = event.target;
+    if (event.key === "ArrowUp" && !event.shiftKey && !event.isComposing &&
+        box.matches && box.matches("form.composer textarea") && box.value === "") {
+      const mine = document.querySelectorAll('[data-testid="message"][data-role="user"] details.edit');
+      const last = mine[mine.length - 1];
+      if (!last) return;
+      event.preventDefault();
+      last.open = true;
+      const editor = last.querySelector("textarea");
+      if (editor) {
+        editor.focus();
+        editor.setSelectionRange(editor.value.length, editor.value.length);
+      }
+    }
+  });
+
+  // One draft per composer target (a thread's messages URL, or "/t" for a
+  // new thread in a workspace).
+  const draftKey = (form) => "weft:draft:" + form.getAttribute("action") + ":" + (form.querySelector('[name="workspace_id"]') || {}).value;
+
+  const restore = () => {
+    document.querySelectorAll("form.composer").forEach((form) => {
+      const box = form.querySelector("textarea");
+      const saved = box && localStorage.getItem(draftKey(form));
+      if (box && saved && box.value === "") box.value = saved;
+    });
+  };
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", restore);
+  } else {
+    restore();
+  }
+
+  document.addEventListener("input", (event) => {
+    const form = event.target.closest && event.target.closest("form.composer");
+    if (!form || event.target.tagName !== "TEXTAREA") return;
+    const key = draftKey(form);
+    if (event.target.value) {
+      localStorage.setItem(key, event.target.value);
+    } else {
+      localStorage.removeItem(key);
+    }
+  });
+
+  // A sent message is no longer a draft.
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    if (form.matches && form.matches("form.composer")) localStorage.removeItem(draftKey(form));
+  });
+})();

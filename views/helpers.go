@@ -74,3 +74,17 @@ func contains(list []string, s string) bool {
 
 func textID(run int64) string     { return "run-" + id(run) + "-text" }
 func thinkingID(run int64) string { return "run-" + id(run) + "-thinking" }
+
+func hitURL(h db.SearchHit) string {
+	if h.MessageID == nil {
+		return threadURL(h.ThreadID)
+	}
+	return threadURL(h.ThreadID) + "?at=" + id(*h.MessageID) + "#m" + id(*h.MessageID)
+}
+
+func roleName(role string) string {
+	if role == "user" {
+		return "you"
+	}
+	return "answer"
+}

@@ -23,6 +23,7 @@ type Shell struct {
 	ActiveID   int64  // the thread being shown, if any
 	Models     []string
 	Notice     string // a banner (for example: the model server is unreachable)
+	Search     string // the search box's text
 }
 
 // ComposerData configures the send form.
@@ -39,14 +40,17 @@ type MessageView struct {
 	Message    db.Message
 	Run        *db.Run // the active run writing this answer, if any
 	AwaitTitle bool    // fetch the generated title once it exists
+	Branch     db.Branch
+	Models     []string // for the regenerate menu
 }
 
 // ThreadPage is the main column of /t/{id}.
 type ThreadPage struct {
-	Thread   db.Thread
-	Messages []MessageView
-	More     bool
-	Composer ComposerData
+	Thread     db.Thread
+	Workspaces []db.Workspace // where the thread can be moved
+	Messages   []MessageView
+	More       bool
+	Composer   ComposerData
 }
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }
