@@ -362,8 +362,12 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	msg, err := rt.store.FinishRun(wctx, r.ID, lr.msgID, fin)
-	if err != nil {
+	if errors.Is(err, db.ErrNotFound) {
+		slog.Info("the answer was deleted while being written", "run", r.ID)
+	} else if err != nil {
 		slog.Error("finish run", "run", r.ID, "err", err)
+	}
+	if err != nil {
 		msg = db.Message{ID: lr.msgID, ThreadID: r.ThreadID, Role: "assistant", Content: fin.Content,
 			Status: fin.MsgStatus, Error: fin.Error}
 	}

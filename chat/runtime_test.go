@@ -377,3 +377,55 @@ func mustExec(t *testing.T, store *db.DB, sql string, args ...any) {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
+
+func TestContinueAppendsToAStoppedAnswerAndSendsItAsTheModelsOwnBeginning(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, chat.Config{})
+	sent := e.send(0, "[[slow:20ms]][[tokens:300]]")
+	if err := e.fake.WaitChunks(context.Background(), 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rt.Cancel(context.Background(), e.user.ID, sent.Run.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, stopped := e.wait(sent)
+	e.fake.SetScript(func(req *api.ChatRequest) fakeollama.Reply {
+		return fakeollama.Reply{Chunks: []string{"and ", "the ", "rest."}}
+	})
+	cont, err := e.rt.Continue(context.Background(), e.user.ID, stopped.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cont.Assistant.ID != stopped.ID {
+		t.Fatal("continue made a new message instead of going on with the stopped one")
+	}
+	run, m := e.wait(cont)
+	if run.Status != db.RunCompleted || m.Status != db.MsgComplete || m.Content != stopped.Content+"and the rest." {
+		t.Fatalf("continued: run %s, %s %q (was %q)", run.Status, m.Status, m.Content, stopped.Content)
+	}
+	reqs := chatRequests(e.fake)
+	last := reqs[len(reqs)-1].Chat.Messages
+	if final := last[len(last)-1]; final.Role != "assistant" || final.Content != stopped.Content {
+		t.Fatalf("the continuation request ends with %s %q, want the partial answer", final.Role, final.Content)
+	}
+}
+
+func TestDeletingAMessageStopsTheAnswerBeingWrittenBelowIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, chat.Config{})
+	sent := e.send(0, "[[slow:20ms]][[tokens:1000]]")
+	if err := e.fake.WaitChunks(context.Background(), 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rt.DeleteMessage(context.Background(), e.user.ID, sent.User.ID); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.fake.WaitCancelled(ctx, 1); err != nil {
+		t.Fatalf("the model kept writing an answer that was deleted: %v", err)
+	}
+	if _, err := e.store.Message(context.Background(), e.user.ID, sent.Assistant.ID); err == nil {
+		t.Fatal("the deleted answer came back")
+	}
+}

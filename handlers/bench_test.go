@@ -1,0 +1,128 @@
+package handlers_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"weft/internal/testenv"
+)
+
+// benchUser registers a user on a fresh app and returns the client, the
+// user's id and their default workspace id.
+func benchUser(b *testing.B) (*testenv.App, *testenv.Client, int64, int64) {
+	b.Helper()
+	app := testenv.Start(b, testenv.NewDB(b), testenv.Options{})
+	c := testenv.NewClient(b, app.TS.URL)
+	c.Register("bench@example.com", password)
+	u, err := app.Store.UserByEmail(context.Background(), "bench@example.com")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws, err := app.Store.DefaultWorkspace(context.Background(), u.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return app, c, u.ID, ws.ID
+}
+
+func mustSQL(b *testing.B, app *testenv.App, sql string, args ...any) {
+	b.Helper()
+	if _, err := app.Store.Pool.Exec(context.Background(), sql, args...); err != nil {
+		b.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// seedChain makes a thread whose active path is n messages long
+// (alternating questions and ~400-character answers) and returns its id.
+func seedChain(b *testing.B, app *testenv.App, user, ws int64, n int) int64 {
+	b.Helper()
+	var thread int64
+	err := app.Store.Pool.QueryRow(context.Background(), `INSERT INTO threads (workspace_id, owner_id, title, model)
+		VALUES ($1, $2, 'long', 'tiny') RETURNING id`, ws, user).Scan(&thread)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mustSQL(b, app, `DO $$
+		DECLARE parent bigint; i int;
+		BEGIN
+			FOR i IN 1..`+fmt.Sprint(n)+` LOOP
+				INSERT INTO messages (thread_id, parent_id, role, content, status)
+				VALUES (`+fmt.Sprint(thread)+`, parent, CASE WHEN i % 2 = 1 THEN 'user' ELSE 'assistant' END,
+					CASE WHEN i % 2 = 1 THEN 'Question number ' || i || ' about weaving?'
+					ELSE repeat('The **warp** threads run lengthwise and the weft crosses them; ', 6) || i END,
+					'complete')
+				RETURNING id INTO parent;
+			END LOOP;
+			UPDATE threads SET active_leaf_id = parent WHERE id = `+fmt.Sprint(thread)+`;
+		END $$`)
+	mustSQL(b, app, "ANALYZE messages")
+	return thread
+}
+
+// BenchmarkOpenThreadOf5000Messages measures GET /t/{id} for a thread
+// whose visible path is 5,000 messages long (DESIGN §13: < 100 ms server
+// time, page < 300 KB; older turns load on scroll).
+func BenchmarkOpenThreadOf5000Messages(b *testing.B) {
+	app, c, user, ws := benchUser(b)
+	thread := seedChain(b, app, user, ws, 5000)
+	path := fmt.Sprintf("/t/%d", thread)
+	first := c.Get(path)
+	if first.StatusCode != http.StatusOK || strings.Count(first.Body, `data-testid="message"`) == 0 {
+		b.Fatalf("GET %s = %d", path, first.StatusCode)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if r := c.Get(path); r.StatusCode != http.StatusOK {
+			b.Fatal(r.StatusCode)
+		}
+	}
+	b.ReportMetric(float64(len(first.Body)), "page-bytes")
+}
+
+// BenchmarkSidebarWith10000Threads measures GET / with 10,000 threads in
+// the workspace (DESIGN §13: < 30 ms).
+func BenchmarkSidebarWith10000Threads(b *testing.B) {
+	app, c, user, ws := benchUser(b)
+	mustSQL(b, app, `INSERT INTO threads (workspace_id, owner_id, title, last_activity_at)
+		SELECT $1, $2, 'thread ' || g, now() - g * interval '1 second' FROM generate_series(1, 10000) g`, ws, user)
+	mustSQL(b, app, "ANALYZE threads")
+	b.ResetTimer()
+	for b.Loop() {
+		if r := c.Get("/"); r.StatusCode != http.StatusOK {
+			b.Fatal(r.StatusCode)
+		}
+	}
+}
+
+var resultCount = regexp.MustCompile(`data-testid="search-result"`)
+
+// BenchmarkSearchOver10000Threads measures GET /search over 10,000 threads
+// of four messages each (DESIGN §13: < 100 ms), for a word and for a
+// substring in another script.
+func BenchmarkSearchOver10000Threads(b *testing.B) {
+	app, c, user, ws := benchUser(b)
+	mustSQL(b, app, `INSERT INTO threads (workspace_id, owner_id, title, last_activity_at)
+		SELECT $1, $2, 'thread ' || g, now() - g * interval '1 second' FROM generate_series(1, 10000) g`, ws, user)
+	mustSQL(b, app, `INSERT INTO messages (thread_id, role, content, status)
+		SELECT t.id, CASE WHEN k % 2 = 0 THEN 'user' ELSE 'assistant' END,
+			CASE WHEN t.id % 500 = 0 AND k = 1 THEN 'the lighthouse keeper 灯台守 kept a log ' || t.id
+			ELSE 'ordinary conversation about cooking pasta number ' || t.id || ' part ' || k END, 'complete'
+		FROM threads t, generate_series(0, 3) k WHERE t.workspace_id = $1`, ws)
+	mustSQL(b, app, "ANALYZE messages")
+	for _, q := range []string{"lighthouse", "灯台"} {
+		b.Run(q, func(b *testing.B) {
+			r := c.Get("/search?q=" + q)
+			if n := len(resultCount.FindAllString(r.Body, -1)); r.StatusCode != http.StatusOK || n != 20 {
+				b.Fatalf("search %q = %d with %d results, want 20", q, r.StatusCode, n)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				c.Get("/search?q=" + q)
+			}
+		})
+	}
+}
