@@ -250,8 +250,9 @@ type DeletedSubtree struct {
 }
 
 // DeleteMessage removes a message and everything below it (answers,
-// branches, their runs' links, attachments and media) in one transaction.
-// Runs still active inside are marked cancelled. When the visible branch
+// branches, their runs and steps, attachments and media) in one
+// transaction. The ids of runs that were still active inside are returned
+// so the runtime can stop them. When the visible branch
 // ran through it, the thread shows the parent's newest remaining branch.
 func (d *DB) DeleteMessage(ctx context.Context, user, message int64) (DeletedSubtree, error) {
 	var out DeletedSubtree
@@ -274,8 +275,8 @@ func (d *DB) DeleteMessage(ctx context.Context, user, message int64) (DeletedSub
 			return err
 		}
 		out.Messages = len(ids)
-		rows, err = tx.Query(ctx, `UPDATE runs SET status = 'cancelled', cancel_requested = true, finished_at = now()
-			WHERE assistant_message_id = ANY($1) AND status IN ('queued', 'running', 'waiting') RETURNING id`, ids)
+		rows, err = tx.Query(ctx, `SELECT id FROM runs
+			WHERE assistant_message_id = ANY($1) AND status IN ('queued', 'running', 'waiting')`, ids)
 		if err != nil {
 			return err
 		}
@@ -291,6 +292,11 @@ func (d *DB) DeleteMessage(ctx context.Context, user, message int64) (DeletedSub
 			return err
 		}
 		leafInside := t.ActiveLeafID != nil && slices.Contains(ids, *t.ActiveLeafID)
+		// The runs that asked or answered inside the subtree go too (their
+		// steps cascade), then the messages (attachments and media cascade).
+		if _, err := tx.Exec(ctx, `DELETE FROM runs WHERE assistant_message_id = ANY($1) OR user_message_id = ANY($1)`, ids); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE id = $1", m.ID); err != nil {
 			return err
 		}

@@ -200,9 +200,12 @@ func TestDeletingAMessageRemovesItsSubtreeAndMovesTheVisibleBranch(t *testing.T)
 	if got := contents(path); !equal(got, []string{"q1", "a1", "q2 alt", "a2 alt"}) {
 		t.Fatalf("visible branch after delete = %v", got)
 	}
-	r, _ := store.Run(ctx, u.ID, q3.Run.ID)
-	if r.Status != db.RunCancelled {
-		t.Fatalf("a run inside the deleted subtree is %s", r.Status)
+	if _, err := store.Run(ctx, u.ID, q3.Run.ID); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("a run inside the deleted subtree is still there: %v", err)
+	}
+	var runsLeft int
+	if err := store.Pool.QueryRow(ctx, "SELECT count(*) FROM runs WHERE thread_id = $1", q1.Thread.ID).Scan(&runsLeft); err != nil || runsLeft != 2 {
+		t.Fatalf("runs left = %d (%v), want the first turn's and the alternative's", runsLeft, err)
 	}
 	// Deleting the root empties the thread but keeps it.
 	if _, err := store.DeleteMessage(ctx, u.ID, q1.User.ID); err != nil {

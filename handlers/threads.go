@@ -58,7 +58,7 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 		storeError(w, r, err)
 		return
 	}
-	msgs, more, err := h.path(r, u.ID, t.ID)
+	msgs, more, viewLeaf, err := h.path(r, u.ID, t.ID)
 	if err != nil {
 		serverError(w, r, err)
 		return
@@ -73,7 +73,7 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	p := views.ThreadPage{Thread: t, Workspaces: s.Workspaces, Messages: items, More: more, Composer: views.ComposerData{
+	p := views.ThreadPage{Thread: t, Workspaces: s.Workspaces, Messages: items, More: more, OtherBranch: viewLeaf, Composer: views.ComposerData{
 		Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, Model: t.Model, Append: true,
 	}}
 	render(w, r, http.StatusOK, views.Page(threadTitleOr(t.Title), views.App(s, views.Thread(p))))
@@ -167,15 +167,21 @@ const titleWait = 25 * time.Second
 
 // path is the last page of the branch the thread page shows: the saved
 // active branch, or (with ?at=message, from a search result) the branch
-// through that message, shown without changing the saved one.
-func (h *threads) path(r *http.Request, user, thread int64) ([]db.Message, bool, error) {
+// through that message, shown without changing the saved one. otherLeaf is
+// that branch's leaf when it is not the saved one (0 otherwise).
+func (h *threads) path(r *http.Request, user, thread int64) (msgs []db.Message, more bool, otherLeaf int64, err error) {
 	if at, err := strconv.ParseInt(r.URL.Query().Get("at"), 10, 64); err == nil && at > 0 {
 		leaf, th, err := h.store.NewestLeafUnder(r.Context(), user, at)
 		if err == nil && th == thread {
-			return h.store.PathTo(r.Context(), user, leaf, pathPageSize)
+			msgs, more, err = h.store.PathTo(r.Context(), user, leaf, pathPageSize)
+			if t, terr := h.store.Thread(r.Context(), user, thread); terr == nil && (t.ActiveLeafID == nil || *t.ActiveLeafID != leaf) {
+				otherLeaf = leaf
+			}
+			return msgs, more, otherLeaf, err
 		}
 	}
-	return h.store.ActivePath(r.Context(), user, thread, pathPageSize)
+	msgs, more, err = h.store.ActivePath(r.Context(), user, thread, pathPageSize)
+	return msgs, more, 0, err
 }
 
 // history serves GET /t/{id}/history?before=message: the page of the path

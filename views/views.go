@@ -46,11 +46,12 @@ type MessageView struct {
 
 // ThreadPage is the main column of /t/{id}.
 type ThreadPage struct {
-	Thread     db.Thread
-	Workspaces []db.Workspace // where the thread can be moved
-	Messages   []MessageView
-	More       bool
-	Composer   ComposerData
+	Thread      db.Thread
+	Workspaces  []db.Workspace // where the thread can be moved
+	OtherBranch int64          // leaf of the branch shown when it is not the one new messages continue
+	Messages    []MessageView
+	More        bool
+	Composer    ComposerData
 }
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }
