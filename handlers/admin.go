@@ -26,7 +26,7 @@ func (h *admin) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	ws, err := h.shell.currentWorkspace(r.Context(), u.ID)
+	ws, err := h.shell.currentWorkspace(r, u.ID)
 	if err != nil {
 		serverError(w, r, err)
 		return

@@ -11,7 +11,7 @@ type home struct{ shell *shell }
 
 func (h *home) show(w http.ResponseWriter, r *http.Request) {
 	u, _ := currentUser(r)
-	ws, err := h.shell.currentWorkspace(r.Context(), u.ID)
+	ws, err := h.shell.currentWorkspace(r, u.ID)
 	if err != nil {
 		serverError(w, r, err)
 		return

@@ -41,9 +41,9 @@ const (
 )
 
 // page renders a main column inside the current workspace's shell.
-func (h *manage) page(w http.ResponseWriter, r *http.Request, status int, title string, main func(views.Shell) templ.Component) {
+func (h *manage) page(w http.ResponseWriter, r *http.Request, status int, title string, main func(*views.Shell) templ.Component) {
 	u, _ := currentUser(r)
-	ws, err := h.shell.currentWorkspace(r.Context(), u.ID)
+	ws, err := h.shell.currentWorkspace(r, u.ID)
 	if err != nil {
 		serverError(w, r, err)
 		return
@@ -53,7 +53,8 @@ func (h *manage) page(w http.ResponseWriter, r *http.Request, status int, title 
 		serverError(w, r, err)
 		return
 	}
-	render(w, r, status, views.Page(title, views.App(s, main(s))))
+	body := main(&s)
+	render(w, r, status, views.Page(title, views.App(s, body)))
 }
 
 // search serves GET /search?q=: the current workspace's threads and
@@ -65,7 +66,7 @@ func (h *manage) search(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, r, "Search for at most 500 characters.")
 		return
 	}
-	ws, err := h.shell.currentWorkspace(r.Context(), u.ID)
+	ws, err := h.shell.currentWorkspace(r, u.ID)
 	if err != nil {
 		serverError(w, r, err)
 		return
@@ -75,7 +76,7 @@ func (h *manage) search(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	h.page(w, r, http.StatusOK, "Search", func(s views.Shell) templ.Component {
+	h.page(w, r, http.StatusOK, "Search", func(s *views.Shell) templ.Component {
 		s.Search = q
 		return views.SearchPage(ws, q, hits)
 	})
@@ -84,7 +85,7 @@ func (h *manage) search(w http.ResponseWriter, r *http.Request) {
 // archived serves GET /archived: the current workspace's archived threads.
 func (h *manage) archived(w http.ResponseWriter, r *http.Request) {
 	u, _ := currentUser(r)
-	ws, err := h.shell.currentWorkspace(r.Context(), u.ID)
+	ws, err := h.shell.currentWorkspace(r, u.ID)
 	if err != nil {
 		serverError(w, r, err)
 		return
@@ -94,7 +95,7 @@ func (h *manage) archived(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	h.page(w, r, http.StatusOK, "Archived threads", func(views.Shell) templ.Component {
+	h.page(w, r, http.StatusOK, "Archived threads", func(*views.Shell) templ.Component {
 		return views.ArchivedPage(ws, threads)
 	})
 }
@@ -167,7 +168,7 @@ func (h *manage) export(w http.ResponseWriter, r *http.Request) {
 
 // importPage serves GET /import.
 func (h *manage) importPage(w http.ResponseWriter, r *http.Request) {
-	h.page(w, r, http.StatusOK, "Import a thread", func(s views.Shell) templ.Component {
+	h.page(w, r, http.StatusOK, "Import a thread", func(s *views.Shell) templ.Component {
 		return views.ImportPage(s.Workspace, "")
 	})
 }
@@ -193,7 +194,7 @@ func (h *manage) importThread(w http.ResponseWriter, r *http.Request) {
 		h.importError(w, r, "Not imported: "+err.Error()+".")
 		return
 	}
-	ws, err := h.shell.currentWorkspace(r.Context(), u.ID)
+	ws, err := h.shell.currentWorkspace(r, u.ID)
 	if err != nil {
 		serverError(w, r, err)
 		return
@@ -207,7 +208,7 @@ func (h *manage) importThread(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *manage) importError(w http.ResponseWriter, r *http.Request, msg string) {
-	h.page(w, r, http.StatusUnprocessableEntity, "Import a thread", func(s views.Shell) templ.Component {
+	h.page(w, r, http.StatusUnprocessableEntity, "Import a thread", func(s *views.Shell) templ.Component {
 		return views.ImportPage(s.Workspace, msg)
 	})
 }

@@ -54,6 +54,11 @@ func errorPage(w http.ResponseWriter, r *http.Request, code int, msg string) {
 // serverError logs err with the request's context and shows a message that
 // never carries internals.
 func serverError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		// The client went away: there is nobody to answer and nothing broke.
+		slog.DebugContext(r.Context(), "request abandoned", "path", r.URL.Path, "err", err)
+		return
+	}
 	slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusInternalServerError)

@@ -68,11 +68,13 @@ func (h *runs) events(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	beat := time.NewTicker(heartbeatEvery)
 	defer beat.Stop()
-	lastStatus, lastRemote := "", ""
+	// The status the page already shows is not sent again: swapping the run
+	// bar for nothing could swallow a click on its Stop button.
+	lastStatus, lastRemote := r.URL.Query().Get("shown"), ""
 	var nextDB time.Time
 	for {
 		if snap, events, unsubscribe, ok := h.rt.Subscribe(id); ok {
-			err := h.relay(ctx, es, u.ID, snap, events, beat.C)
+			err := h.relay(ctx, es, u.ID, snap, lastStatus, events, beat.C)
 			unsubscribe()
 			_ = err // the browser reconnects when it needs to
 			return
@@ -120,9 +122,11 @@ func (h *runs) events(w http.ResponseWriter, r *http.Request) {
 
 // relay forwards a live run's events, joining deltas that queue up so a
 // slow connection gets fewer, larger writes.
-func (h *runs) relay(ctx context.Context, es *eventStream, user int64, snap chat.Snapshot, events <-chan chat.Event, beat <-chan time.Time) error {
-	if err := es.sendComponent(ctx, views.EventStatus, views.RunBar(snap.RunID, snap.Status)); err != nil {
-		return err
+func (h *runs) relay(ctx context.Context, es *eventStream, user int64, snap chat.Snapshot, shown string, events <-chan chat.Event, beat <-chan time.Time) error {
+	if snap.Status != shown {
+		if err := es.sendComponent(ctx, views.EventStatus, views.RunBar(snap.RunID, snap.Status)); err != nil {
+			return err
+		}
 	}
 	if err := es.send(views.EventSnapshot, html.EscapeString(snap.Content)); err != nil {
 		return err

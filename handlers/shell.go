@@ -38,9 +38,16 @@ type shell struct {
 	models   modelCatalog
 }
 
-// currentWorkspace is the workspace chosen in this session, falling back to
-// the default one when none is chosen or the chosen one is gone or archived.
-func (s *shell) currentWorkspace(ctx context.Context, user int64) (db.Workspace, error) {
+// currentWorkspace is the workspace a page is about: the one named by the
+// ?w= parameter (links from a page carry the workspace that page shows),
+// else the one chosen in this session, else the default one.
+func (s *shell) currentWorkspace(r *http.Request, user int64) (db.Workspace, error) {
+	ctx := r.Context()
+	if id, err := strconv.ParseInt(r.URL.Query().Get("w"), 10, 64); err == nil {
+		if w, err := s.store.Workspace(ctx, user, id); err == nil && !w.Archived() {
+			return w, nil
+		}
+	}
 	if id := s.sessions.GetInt64(ctx, sessionWorkspaceID); id != 0 {
 		w, err := s.store.Workspace(ctx, user, id)
 		if err == nil && !w.Archived() {

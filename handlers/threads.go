@@ -73,9 +73,10 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	p := views.ThreadPage{Thread: t, Workspaces: s.Workspaces, Messages: items, More: more, OtherBranch: viewLeaf, Composer: views.ComposerData{
-		Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, Model: t.Model, Append: true,
-	}}
+	p := views.ThreadPage{Thread: t, Workspaces: s.Workspaces, Messages: items, More: more, OtherBranch: viewLeaf,
+		AwaitTitle: t.TitleState == "provisional" && hasAnswer(items), Composer: views.ComposerData{
+			Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, Model: t.Model, Append: true,
+		}}
 	render(w, r, http.StatusOK, views.Page(threadTitleOr(t.Title), views.App(s, views.Thread(p))))
 }
 
@@ -154,6 +155,9 @@ func (h *threads) title(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+		if r.Context().Err() != nil {
+			return
+		}
 		if t, err = h.store.Thread(r.Context(), u.ID, id); err != nil {
 			storeError(w, r, err)
 			return
@@ -219,6 +223,17 @@ func (h *threads) history(w http.ResponseWriter, r *http.Request) {
 	render(w, r, http.StatusOK, views.HistoryPage(id, items, more))
 }
 
+// hasAnswer reports whether a complete answer is shown (then a generated
+// title may be on its way).
+func hasAnswer(items []views.MessageView) bool {
+	for _, v := range items {
+		if v.Message.Role == "assistant" && v.Message.Status == db.MsgComplete {
+			return true
+		}
+	}
+	return false
+}
+
 // messageViews pairs each message with its branch position and, for an
 // answer being written, its active run.
 func (h *threads) messageViews(ctx context.Context, user, thread int64, msgs []db.Message, models []string) ([]views.MessageView, error) {
@@ -238,7 +253,16 @@ func (h *threads) messageViews(ctx context.Context, user, thread int64, msgs []d
 	}
 	out := make([]views.MessageView, len(msgs))
 	for i, m := range msgs {
-		out[i] = views.MessageView{Message: m, Run: byMsg[m.ID], Branch: branches[m.ID], Models: models}
+		run := byMsg[m.ID]
+		if m.Status == db.MsgStreaming && run == nil {
+			// Its run ended between reading the messages and the runs: the
+			// message is final by now (a streaming answer without its
+			// stream would never update).
+			if fresh, err := h.store.Message(ctx, user, m.ID); err == nil {
+				m = fresh
+			}
+		}
+		out[i] = views.MessageView{Message: m, Run: run, Branch: branches[m.ID], Models: models}
 	}
 	return out, nil
 }

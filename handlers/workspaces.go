@@ -34,7 +34,7 @@ func (h *workspaces) list(w http.ResponseWriter, r *http.Request) {
 
 func (h *workspaces) renderList(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	u, _ := currentUser(r)
-	ws, err := h.shell.currentWorkspace(r.Context(), u.ID)
+	ws, err := h.shell.currentWorkspace(r, u.ID)
 	if err != nil {
 		serverError(w, r, err)
 		return

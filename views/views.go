@@ -49,6 +49,7 @@ type ThreadPage struct {
 	Thread      db.Thread
 	Workspaces  []db.Workspace // where the thread can be moved
 	OtherBranch int64          // leaf of the branch shown when it is not the one new messages continue
+	AwaitTitle  bool           // the generated title may still arrive
 	Messages    []MessageView
 	More        bool
 	Composer    ComposerData
