@@ -198,10 +198,14 @@ func TestHostileModelOutputStaysInertAndDoesNotBreakTheStream(t *testing.T) {
 	if text != strings.Join(hostile, "") {
 		t.Fatalf("streamed text %q", text)
 	}
-	for _, bad := range []string{"<script", "onerror", "javascript:", "hx-get", "<img"} {
-		if strings.Contains(done, bad) {
-			t.Errorf("final message carries %q: %s", bad, done)
+	body := done[strings.Index(done, `data-testid="message-body"`):strings.Index(done, "<footer")]
+	for _, bad := range []string{"<script", "onerror=", "href=\"javascript:", "hx-get=", "<img", "<div hx"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("final message body carries %q: %s", bad, body)
 		}
+	}
+	if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("the model's literal HTML is not shown as text: %s", body)
 	}
 	if !strings.Contains(done, "THE END") {
 		t.Fatalf("final message lost text after the forged lines: %s", done)

@@ -285,13 +285,48 @@ func (codeBlockGuard) Transform(doc *ast.Document, _ text.Reader, _ parser.Conte
 	})
 }
 
-// markdownNodes overrides goldmark's renderers for images and task-list
-// checkboxes.
+// markdownNodes overrides goldmark's renderers for images, task-list
+// checkboxes and raw HTML.
 type markdownNodes struct{}
 
 func (markdownNodes) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	reg.Register(ast.KindImage, renderImageAsLink)
 	reg.Register(east.KindTaskCheckBox, renderTaskCheckBox)
+	reg.Register(ast.KindRawHTML, renderRawHTMLAsText)
+	reg.Register(ast.KindHTMLBlock, renderHTMLBlockAsText)
+}
+
+// renderRawHTMLAsText shows inline HTML a model wrote as the text it is
+// ("use a <div> here"), instead of dropping it or letting it act.
+func renderRawHTMLAsText(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	segs := node.(*ast.RawHTML).Segments
+	for i := 0; i < segs.Len(); i++ {
+		seg := segs.At(i)
+		_, _ = w.Write(util.EscapeHTML(seg.Value(source)))
+	}
+	return ast.WalkSkipChildren, nil
+}
+
+// renderHTMLBlockAsText shows a block of HTML as code, escaped.
+func renderHTMLBlockAsText(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	n := node.(*ast.HTMLBlock)
+	_, _ = w.WriteString(`<pre class="raw-html"><code>`)
+	lines := n.Lines()
+	for i := 0; i < lines.Len(); i++ {
+		seg := lines.At(i)
+		_, _ = w.Write(util.EscapeHTML(seg.Value(source)))
+	}
+	if n.HasClosure() {
+		_, _ = w.Write(util.EscapeHTML(n.ClosureLine.Value(source)))
+	}
+	_, _ = w.WriteString("</code></pre>\n")
+	return ast.WalkSkipChildren, nil
 }
 
 // renderTaskCheckBox writes a placeholder for the disabled checkbox of a

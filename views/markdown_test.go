@@ -17,9 +17,10 @@ import (
 var hostileMarkdown = []struct {
 	name string
 	src  string
-	// mustNot are substrings (case-insensitive) the output must not contain.
-	// Harmless leftovers as text (e.g. "(javascript:alert(1))" when the link
-	// is refused) are fine; assertInert checks tags, attributes and URLs.
+	// mustNot are substrings (case-insensitive) the output's markup (its
+	// tags and attributes, text left out) must not contain. Raw HTML a
+	// model wrote is shown as escaped text, so it may appear as text;
+	// assertInert checks tags, attributes and URLs too.
 	mustNot []string
 	// blockOnly: the input is a block construct (a fence), only tried where
 	// a block can start.
@@ -88,7 +89,7 @@ func TestRenderMarkdownHostile(t *testing.T) {
 			t.Run(tc.name+"/"+ctx.name, func(t *testing.T) {
 				src := ctx.wrap(tc.src)
 				out := RenderMarkdown(src)
-				lower := strings.ToLower(out)
+				lower := strings.ToLower(markupOnly(out))
 				for _, bad := range tc.mustNot {
 					if strings.Contains(lower, strings.ToLower(bad)) {
 						t.Errorf("output contains %q\nsrc: %q\nout: %s", bad, src, out)
@@ -239,8 +240,26 @@ func TestRenderMarkdownBigCodeBlockNotHighlighted(t *testing.T) {
 	}
 }
 
+// markupOnly drops the text between tags, leaving tags and attributes
+// (text can hold no raw "<": it is escaped).
+func markupOnly(out string) string {
+	return textBetweenTags.ReplaceAllString(">"+out+"<", "><")
+}
+
+var textBetweenTags = regexp.MustCompile(`>[^<]*<`)
+
+func TestRenderMarkdownShowsRawHTMLAsText(t *testing.T) {
+	out := RenderMarkdown("Use <div class=\"x\"> here.\n\n<script>alert(1)</script>")
+	assertInert(t, out)
+	for _, want := range []string{"Use &lt;div class=&#34;x&#34;&gt; here.", "&lt;script&gt;alert(1)&lt;/script&gt;"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q: %s", want, out)
+		}
+	}
+}
+
 func TestRenderMarkdownEmpty(t *testing.T) {
-	for _, src := range []string{"", " ", "\n\n", "<!-- x -->"} {
+	for _, src := range []string{"", " ", "\n\n"} {
 		if out := RenderMarkdown(src); out != "" {
 			t.Errorf("RenderMarkdown(%q) = %q, want empty", src, out)
 		}
