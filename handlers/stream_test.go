@@ -68,6 +68,15 @@ func readEvents(t *testing.T, c *testenv.Client, path string, each func(sseEvent
 
 var runIDPattern = regexp.MustCompile(`data-run-id="(\d+)"`)
 
+// markupOnly keeps an HTML document's tags and attributes, dropping the
+// text between them (which holds no raw "<": it is escaped), so checks for
+// live markup are not fooled by harmless text.
+func markupOnly(html string) string {
+	return textBetweenTags.ReplaceAllString(">"+html+"<", "><")
+}
+
+var textBetweenTags = regexp.MustCompile(`>[^<]*<`)
+
 // sendInThread posts a message with htmx and returns the new run's id.
 func sendInThread(t *testing.T, c *testenv.Client, thread, content string) string {
 	t.Helper()
@@ -200,7 +209,7 @@ func TestHostileModelOutputStaysInertAndDoesNotBreakTheStream(t *testing.T) {
 	}
 	body := done[strings.Index(done, `data-testid="message-body"`):strings.Index(done, "<footer")]
 	for _, bad := range []string{"<script", "onerror=", "href=\"javascript:", "hx-get=", "<img", "<div hx"} {
-		if strings.Contains(body, bad) {
+		if strings.Contains(markupOnly(body), bad) {
 			t.Errorf("final message body carries %q: %s", bad, body)
 		}
 	}
@@ -211,7 +220,7 @@ func TestHostileModelOutputStaysInertAndDoesNotBreakTheStream(t *testing.T) {
 		t.Fatalf("final message lost text after the forged lines: %s", done)
 	}
 	// The page, reloaded, is just as inert.
-	page := c.Get("/t/" + thread).Body
+	page := markupOnly(c.Get("/t/" + thread).Body)
 	for _, bad := range []string{"<script>alert", "onerror=", "javascript:alert", `hx-get="/logout"`} {
 		if strings.Contains(page, bad) {
 			t.Errorf("thread page carries %q", bad)
