@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -120,11 +121,20 @@ func (rt *Runtime) housekeeping() {
 	defer rt.wg.Done()
 	t := time.NewTicker(rt.cfg.HeartbeatEvery)
 	defer t.Stop()
+	busyAgo := 0 // ticks since a run was last live
 	for {
 		select {
 		case <-rt.ctx.Done():
 			return
 		case <-t.C:
+		}
+		// Each model request makes the Ollama client allocate an 8 MB read
+		// buffer; once the instance falls idle, hand that garbage back to the
+		// OS instead of waiting minutes for the next forced GC.
+		if rt.liveCount() > 0 {
+			busyAgo = 0
+		} else if busyAgo++; busyAgo == 2 {
+			debug.FreeOSMemory()
 		}
 		ctx, cancel := context.WithTimeout(rt.ctx, rt.cfg.HeartbeatEvery)
 		if err := rt.store.Heartbeat(ctx, rt.cfg.Instance); err != nil {
