@@ -18,7 +18,7 @@ type SearchHit struct {
 }
 
 // Search finds the user's threads in a workspace whose title or message
-// text matches q: full-text (any word of q, 'simple' configuration, so no
+// text (of finished messages) matches q: full-text (any word of q, 'simple' configuration, so no
 // language is favoured) or, for scripts without spaces and for partial
 // words, substring (trigram indexes). Best matches first, at most limit.
 func (d *DB) Search(ctx context.Context, user, workspace int64, q string, limit int) ([]SearchHit, error) {
@@ -37,7 +37,7 @@ func (d *DB) Search(ctx context.Context, user, workspace int64, q string, limit 
 		(SELECT t.id, t.title, m.id, m.role, left(m.content, 20000),
 			(ts_rank(m.search, q.tsq) + CASE WHEN m.content ILIKE $4 THEN 1 ELSE 0 END)::real
 		 FROM messages m JOIN threads t ON t.id = m.thread_id, q
-		 WHERE t.workspace_id = $2 AND t.owner_id = $1 AND m.role IN ('user', 'assistant')
+		 WHERE t.workspace_id = $2 AND t.owner_id = $1 AND m.role IN ('user', 'assistant') AND m.status <> 'streaming'
 		   AND (m.search @@ q.tsq OR m.content ILIKE $4)
 		 ORDER BY 6 DESC, m.id DESC LIMIT $5)
 		ORDER BY rank DESC LIMIT $5`, pgx.QueryExecModeSimpleProtocol, user, workspace, q, like, limit)
