@@ -190,8 +190,8 @@ func (b chTab) send(content string) {
 	b.t.Helper()
 	n := b.num(chUsers + `.length`)
 	b.do("send "+content,
-		chromedp.SetValue(css(`[data-testid=composer] textarea[name=content]`), content),
-		chromedp.Click(css(`[data-testid=send]`)),
+		trRetry(chromedp.SetValue(css(`[data-testid=composer] textarea[name=content]`), content)),
+		trRetry(chromedp.Click(css(`[data-testid=send]`))),
 		chWaitLong(fmt.Sprintf(`%s.length === %d && %s.length === %d && document.querySelector('[data-testid=composer] textarea').value === ""`,
 			chUsers, n+1, chAnswers, n+1)),
 	)
@@ -210,9 +210,9 @@ func newChatUI(t *testing.T, o testenv.Options) *chatUI {
 	u := &chatUI{chTab: chTab{t: t, ctx: testenv.Browser(t, 60*time.Second)}, app: app, email: "chat@example.com"}
 	u.do("register through the UI",
 		chromedp.Navigate(app.TS.URL+"/register"),
-		chromedp.SendKeys(css(`input[name=email]`), u.email),
-		chromedp.SendKeys(css(`input[name=password]`), password),
-		chromedp.Submit(css(`form[data-testid=register]`)),
+		trRetry(chromedp.SendKeys(css(`input[name=email]`), u.email)),
+		trRetry(chromedp.SendKeys(css(`input[name=password]`), password)),
+		trRetry(chromedp.Submit(css(`form[data-testid=register]`))),
 		chromedp.WaitVisible(css(`[data-testid=composer]`)),
 	)
 	return u
@@ -226,8 +226,8 @@ func (u *chatUI) startThread(b chTab, content string) {
 		b.do("open the home page", chromedp.Navigate(u.app.TS.URL+"/"))
 	}
 	b.do("start a thread",
-		chromedp.SetValue(css(`[data-testid=composer] textarea[name=content]`), content),
-		chromedp.Click(css(`[data-testid=send]`)),
+		trRetry(chromedp.SetValue(css(`[data-testid=composer] textarea[name=content]`), content)),
+		trRetry(chromedp.Click(css(`[data-testid=send]`))),
 		chWaitLong(`location.pathname.startsWith("/t/") && `+chLast),
 	)
 }
@@ -411,7 +411,7 @@ func TestBrowserChatStopAndEscape(t *testing.T) {
 
 	u.startThread(u.chTab, "[[slow:100ms]][[tokens:200]] stop me")
 	u.wait("a few tokens", chBody(chLast)+`.includes("tok3 ")`)
-	u.clickUntil("click stop", chromedp.Click(css(`[data-testid=message][data-role=assistant] [data-testid=stop]`)), cancelled(1))
+	u.clickUntil("click stop", trRetry(chromedp.Click(css(`[data-testid=message][data-role=assistant] [data-testid=stop]`))), cancelled(1))
 	if err := fake.WaitCancelled(ctx, 1); err != nil {
 		t.Fatalf("the model request was not cancelled after Stop: %v", err)
 	}
@@ -624,7 +624,7 @@ func TestBrowserChatErrorPersistsAndRetry(t *testing.T) {
 		return fakeollama.Reply{Chunks: []string{"Second ", "try ", "worked."}, Delay: 50 * time.Millisecond}
 	})
 	old := u.str(chLast + `.dataset.messageId`)
-	u.do("retry", chromedp.Click(css(`[data-testid=message][data-role=assistant] [data-testid=retry]`)),
+	u.do("retry", trRetry(chromedp.Click(css(`[data-testid=message][data-role=assistant] [data-testid=retry]`))),
 		chWaitLong(fmt.Sprintf(`%s && %s.dataset.messageId !== "%s" && %s.dataset.status === "streaming"`, chLast, chLast, old, chLast)))
 	release()
 	u.wait("the new answer completes", chLast+`.dataset.status === "complete"`)

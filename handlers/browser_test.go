@@ -76,9 +76,9 @@ func TestBrowserRegisterWorkspaceThreadRenameReloadLogout(t *testing.T) {
 
 	step("register",
 		chromedp.Navigate(ts.URL+"/register"),
-		chromedp.SendKeys(css(`input[name=email]`), "browser@example.com"),
-		chromedp.SendKeys(css(`input[name=password]`), password),
-		chromedp.Submit(css(`form[data-testid=register]`)),
+		trRetry(chromedp.SendKeys(css(`input[name=email]`), "browser@example.com")),
+		trRetry(chromedp.SendKeys(css(`input[name=password]`), password)),
+		trRetry(chromedp.Submit(css(`form[data-testid=register]`))),
 		chromedp.WaitVisible(css(`[data-testid=composer]`)),
 	)
 	if loc := location(); loc != "/" {
@@ -91,8 +91,8 @@ func TestBrowserRegisterWorkspaceThreadRenameReloadLogout(t *testing.T) {
 
 	step("create a second workspace",
 		chromedp.Navigate(ts.URL+"/workspaces"),
-		chromedp.SendKeys(css(`[data-testid=workspace-create] input[name=name]`), "Research"),
-		chromedp.Submit(css(`[data-testid=workspace-create]`)),
+		trRetry(chromedp.SendKeys(css(`[data-testid=workspace-create] input[name=name]`), "Research")),
+		trRetry(chromedp.Submit(css(`[data-testid=workspace-create]`))),
 		chromedp.WaitVisible(css(`[data-testid=composer]`)),
 	)
 	if got := selectedWorkspace(); got != "Research" {
@@ -100,8 +100,8 @@ func TestBrowserRegisterWorkspaceThreadRenameReloadLogout(t *testing.T) {
 	}
 
 	step("send the first message",
-		chromedp.SendKeys(css(`[data-testid=composer] textarea[name=content]`), "What is a weft?"),
-		chromedp.Click(css(`[data-testid=send]`)),
+		trRetry(chromedp.SendKeys(css(`[data-testid=composer] textarea[name=content]`), "What is a weft?")),
+		trRetry(chromedp.Click(css(`[data-testid=send]`))),
 		chromedp.WaitVisible(css(`[data-testid=message][data-role=user]`)),
 	)
 	if got := text(`[data-testid=message-body]`); got != "What is a weft?" {
@@ -113,9 +113,9 @@ func TestBrowserRegisterWorkspaceThreadRenameReloadLogout(t *testing.T) {
 	step("the thread appears in the sidebar", chromedp.WaitVisible(css(`[data-testid=thread-link]`)))
 
 	step("rename the thread",
-		chromedp.Click(css(`details.thread-actions summary`)),
-		chromedp.SetValue(css(`[data-testid=rename-form] input[name=title]`), "Weaving words"),
-		chromedp.Click(css(`[data-testid=rename]`)),
+		trRetry(chromedp.Click(css(`details.thread-actions summary`))),
+		trRetry(chromedp.SetValue(css(`[data-testid=rename-form] input[name=title]`), "Weaving words")),
+		trRetry(chromedp.Click(css(`[data-testid=rename]`))),
 		waitFor(`document.querySelector("#thread-title")?.textContent === "Weaving words"`),
 	)
 	step("reload", chromedp.Reload(), chromedp.WaitVisible(css(`[data-testid=thread-link]`)))
@@ -141,7 +141,7 @@ func TestBrowserRegisterWorkspaceThreadRenameReloadLogout(t *testing.T) {
 	}
 
 	step("logout",
-		chromedp.Click(css(`[data-testid=logout]`)),
+		trRetry(chromedp.Click(css(`[data-testid=logout]`))),
 		chromedp.WaitVisible(css(`form[data-testid=login]`)),
 		chromedp.Navigate(ts.URL+"/"),
 		chromedp.WaitVisible(css(`form[data-testid=login]`)),
