@@ -38,6 +38,11 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgxpool's default (max(4, CPUs)) is far too few for a server that
+		// flushes every live answer each second while serving pages.
+		cfg.MaxConns = 32
+	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		// The vector type exists only after the first migration; a connection
 		// opened before it (the migrator's own) simply skips registration.

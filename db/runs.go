@@ -254,6 +254,12 @@ func (d *DB) ThreadsWithQueuedRuns(ctx context.Context, owner int64) ([]int64, e
 // asked (possibly on another instance) to stop the run.
 func (d *DB) FlushAnswer(ctx context.Context, run, msg int64, content, thinking string) (cancelRequested bool, err error) {
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
+		// A progress flush need not wait for the disk: the run's final
+		// write (FinishRun) is synchronous, and a flush lost in a crash
+		// costs at most a second of partial text.
+		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `UPDATE messages SET content = $2,
 				metadata = CASE WHEN $3 = '' THEN metadata ELSE jsonb_set(metadata, '{thinking}', to_jsonb($3::text)) END,
 				updated_at = now() WHERE id = $1`, msg, content, thinking); err != nil {
