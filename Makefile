@@ -38,3 +38,10 @@ deps-run: ## install the PostgreSQL server and pgvector (Debian/Ubuntu, as root)
 	@bash scripts/deps.sh run
 deps-test: ## deps-run plus Debian's chromium
 	@bash scripts/deps.sh test
+
+.PHONY: bench
+bench: deps-run ## load-test Weft against a fake model (~5 min; BENCHFLAGS=... passes flags), results in bench/results/
+	@mkdir -p bench/results
+	$(GO) run ./bench/load -out bench/results/latest.txt $(BENCHFLAGS)
+	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem ./views/ ./internal/fakeollama/ ./handlers/ 2>&1 \
+	  | grep -E '^(goos|goarch|pkg|cpu|Benchmark|ok|PASS|FAIL|---|panic)' | tee bench/results/gobench.txt
