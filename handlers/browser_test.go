@@ -84,10 +84,9 @@ func TestBrowserRegisterWorkspaceThreadRenameReloadLogout(t *testing.T) {
 	if loc := location(); loc != "/" {
 		t.Fatalf("after registering the browser is at %q, want /", loc)
 	}
-	loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`typeof htmx === "object" && typeof htmx.version === "string"`))
-	if err != nil || !loaded {
-		t.Fatalf("htmx did not load under the Content-Security-Policy: %v", err)
-	}
+	// Deferred scripts run after the composer is visible: wait for them.
+	step("htmx loads under the Content-Security-Policy",
+		waitFor(`document.readyState === "complete" && typeof htmx === "object" && typeof htmx.version === "string"`))
 
 	step("create a second workspace",
 		chromedp.Navigate(ts.URL+"/workspaces"),
