@@ -141,3 +141,18 @@ func (l *liveRun) reason() string {
 	defer l.mu.Unlock()
 	return l.stopReason
 }
+
+// StatusCompacting is the status a running run shows while older turns are
+// summarized before its request goes out (not a stored run status).
+const StatusCompacting = "compacting"
+
+// setStatus publishes a change of the run's shown status.
+func (l *liveRun) setStatus(status string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.status == status {
+		return
+	}
+	l.status = status
+	l.publishLocked(Event{Kind: EventStatus, Status: status})
+}

@@ -175,3 +175,11 @@ func (m *Models) Problem(ctx context.Context) string {
 	}
 	return ""
 }
+
+// ContextLength is a model's context length from /api/show (0: unknown).
+func (m *Models) ContextLength(ctx context.Context, name string) int {
+	if md, ok := m.find(ctx, name); ok {
+		return md.ContextLength
+	}
+	return 0
+}

@@ -32,6 +32,11 @@ type Store interface {
 	Thread(ctx context.Context, user, id int64) (db.Thread, error)
 	PathTo(ctx context.Context, user, message int64, limit int) ([]db.Message, bool, error)
 	SetGeneratedTitle(ctx context.Context, user, id int64, title string) (bool, error)
+	ContextSources(ctx context.Context, user, thread int64) (db.ContextSources, error)
+	Compactions(ctx context.Context, user, thread int64, under []int64) ([]db.Message, error)
+	AddCompaction(ctx context.Context, user, through int64, summary string, meta map[string]any) (db.Message, error)
+	Calibration(ctx context.Context, model string) (float64, int, error)
+	Calibrate(ctx context.Context, model string, charsPerToken float64) error
 	Heartbeat(ctx context.Context, instance string) error
 	InterruptOrphanedRuns(ctx context.Context, self string, staleAfter time.Duration) ([]db.Run, error)
 }
@@ -50,6 +55,10 @@ type Config struct {
 	HeartbeatEvery time.Duration // default 5s
 	StaleAfter     time.Duration // an instance silent this long is dead (default 20s)
 	MaxPath        int           // messages of the path sent to the model (default 10,000)
+	// CompactAt is the context fill (estimated prompt / num_ctx) past which
+	// older turns are summarized before sending (default 0.85; 1 or more:
+	// only when the prompt does not fit).
+	CompactAt float64
 }
 
 // Runtime executes runs.
@@ -85,6 +94,9 @@ func New(store Store, llm Chatter, models *Models, cfg Config) *Runtime {
 	}
 	if cfg.MaxPath <= 0 {
 		cfg.MaxPath = 10_000
+	}
+	if cfg.CompactAt <= 0 {
+		cfg.CompactAt = 0.85
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{store: store, llm: llm, models: models, cfg: cfg, ctx: ctx, cancel: cancel,
@@ -280,40 +292,25 @@ func (rt *Runtime) start(r db.Run) {
 // execute runs one chat run to its end.
 func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 	started := time.Now()
-	fin := db.Finish{}
+	fin := db.Finish{Usage: map[string]any{}}
 	var final api.ChatResponse
 	done := false
 	var chatErr error
-	model := ""
 
-	thread, err := rt.store.Thread(ctx, r.OwnerID, r.ThreadID)
-	var path []db.Message
-	if err == nil {
-		path, _, err = rt.store.PathTo(ctx, r.OwnerID, *r.UserMessageID, rt.cfg.MaxPath)
-	}
-	if err == nil && r.Continues {
-		// The answer so far is the model's own beginning: it goes on from it.
-		var partial db.Message
-		if partial, err = rt.store.Message(ctx, r.OwnerID, lr.msgID); err == nil {
-			path = append(path, partial)
-		}
-	}
-	if model = r.Model; model == "" {
-		model = thread.Model
-	}
-	if err != nil {
-		chatErr = fmt.Errorf("load thread: %w", err)
-	} else if model == "" {
+	a, thread, chatErr := rt.prepare(ctx, lr, r)
+	model := a.Model
+	if chatErr == nil && model == "" {
 		chatErr = errNoModel
-	} else {
-		numCtx := rt.models.NumCtx(ctx, model)
+	}
+	if chatErr == nil {
 		req := &api.ChatRequest{
 			Model:    model,
-			Messages: toAPIMessages(path),
+			Messages: a.Messages,
 			Stream:   ptr(true),
-			Options:  map[string]any{"num_ctx": numCtx},
+			Options:  a.Options,
 		}
-		fin.Usage = map[string]any{"num_ctx": numCtx}
+		fin.Usage["num_ctx"] = a.NumCtx
+		fin.Usage["estimated_prompt_tokens"] = a.Estimate
 		lastFlush := time.Now()
 		thinkingPhase := false
 		chatErr = rt.llm.Chat(ctx, req, func(resp api.ChatResponse) error {
@@ -351,6 +348,12 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 			fin.Usage["tokens_per_second"] = float64(m.EvalCount) / m.EvalDuration.Seconds()
 		}
 		fin.Usage["done_reason"] = final.DoneReason
+		if a.NumCtx > 0 {
+			fin.Usage["context_fill"] = float64(m.PromptEvalCount+m.EvalCount) / float64(a.NumCtx)
+		}
+		if rt.observe(ctx, a, m.PromptEvalCount) {
+			fin.Usage["truncated"] = true
+		}
 	case ctx.Err() != nil && lr.reason() == "user":
 		fin.RunStatus, fin.MsgStatus = db.RunCancelled, db.MsgCancelled
 	case ctx.Err() != nil:
@@ -362,9 +365,6 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 		if chatErr != nil && !errors.Is(chatErr, errNoModel) {
 			slog.Warn("run failed", "run", r.ID, "model", model, "err", chatErr)
 		}
-	}
-	if fin.Usage == nil {
-		fin.Usage = map[string]any{}
 	}
 	fin.Usage["wall_ms"] = time.Since(started).Milliseconds()
 
@@ -386,13 +386,67 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 	delete(rt.live, r.ID)
 	rt.mu.Unlock()
 
-	if done && thread.TitleState == "provisional" && len(path) > 0 {
+	if done && thread.TitleState == "provisional" && len(a.Turns) > 0 {
+		question := lastUserText(a.Turns)
 		rt.wg.Add(1)
 		go func() {
 			defer rt.wg.Done()
-			rt.generateTitle(r.OwnerID, thread.ID, model, path[len(path)-1].Content, fin.Content)
+			rt.generateTitle(r.OwnerID, thread.ID, model, question, fin.Content)
 		}()
 	}
+}
+
+// prepare assembles the run's request, summarizing older turns first when
+// they no longer fit (the run shows "summarizing" meanwhile). A failed
+// summary is logged and the request goes out without it: Ollama then
+// truncates, and the answer says so.
+func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly, db.Thread, error) {
+	req := ContextRequest{User: r.OwnerID, Thread: r.ThreadID, Leaf: *r.UserMessageID, Model: r.Model}
+	if r.Continues {
+		// The answer so far is the model's own beginning: it goes on from it.
+		partial, err := rt.store.Message(ctx, r.OwnerID, lr.msgID)
+		if err != nil {
+			return Assembly{}, db.Thread{}, fmt.Errorf("load answer: %w", err)
+		}
+		req.Partial = &partial
+	}
+	a, err := rt.assemble(ctx, req)
+	if err != nil {
+		return a, a.Sources.Thread, err
+	}
+	if a.Model == "" || !a.needsCompaction(rt.cfg.CompactAt) {
+		return a, a.Sources.Thread, nil
+	}
+	turns := a.Turns
+	if req.Partial != nil {
+		turns = turns[:len(turns)-1]
+	}
+	keep := int(float64(a.Budget)*keepShare) - a.SystemTokens
+	covered := splitForCompaction(turns, keep, a.CharsPerToken)
+	if covered == 0 {
+		return a, a.Sources.Thread, nil
+	}
+	lr.setStatus(StatusCompacting)
+	defer lr.setStatus(db.RunRunning)
+	if _, err := rt.compactFor(ctx, r.OwnerID, a, covered, true); err != nil {
+		if ctx.Err() != nil {
+			return a, a.Sources.Thread, ctx.Err()
+		}
+		slog.Warn("automatic compaction", "run", r.ID, "err", err)
+		return a, a.Sources.Thread, nil
+	}
+	b, err := rt.assemble(ctx, req)
+	return b, b.Sources.Thread, err
+}
+
+// lastUserText is the text of the last user message of turns.
+func lastUserText(turns []db.Message) string {
+	for i := len(turns) - 1; i >= 0; i-- {
+		if turns[i].Role == "user" {
+			return turns[i].Content
+		}
+	}
+	return ""
 }
 
 // flush saves the partial answer; a stop requested through the database

@@ -65,6 +65,13 @@ type Send struct {
 	Model       string // "" keeps the thread's model
 	Content     string
 	Kind        string // route that will answer: chat, rag or agent
+	// SetRole applies RoleID (nil: no role) to the thread; the role must be
+	// the user's own.
+	SetRole bool
+	RoleID  *int64
+	// SettingsFrom, for a new thread, copies the model (unless Model is
+	// set), role, notes and context settings of one of the user's threads.
+	SettingsFrom int64
 }
 
 // Sent is what a send created.
@@ -86,9 +93,12 @@ func (d *DB) SendMessage(ctx context.Context, user int64, s Send) (Sent, error) 
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if s.ThreadID == 0 {
-			rows, err := tx.Query(ctx, `INSERT INTO threads (workspace_id, owner_id, title, model)
-				SELECT id, owner_id, $3, $4 FROM workspaces WHERE id = $1 AND owner_id = $2 AND status = 'active'
-				RETURNING `+threadCols, s.WorkspaceID, user, s.Title, s.Model)
+			rows, err := tx.Query(ctx, `INSERT INTO threads (workspace_id, owner_id, title, model, role_id, notes, num_ctx, compaction)
+				SELECT w.id, w.owner_id, $3, COALESCE(NULLIF($4, ''), f.model, ''), f.role_id,
+					COALESCE(f.notes, ''), COALESCE(f.num_ctx, 0), COALESCE(f.compaction, true)
+				FROM workspaces w LEFT JOIN threads f ON f.id = $5 AND f.owner_id = $2
+				WHERE w.id = $1 AND w.owner_id = $2 AND w.status = 'active'
+				RETURNING `+threadCols, s.WorkspaceID, user, s.Title, s.Model, s.SettingsFrom)
 			if err != nil {
 				return err
 			}
@@ -96,6 +106,12 @@ func (d *DB) SendMessage(ctx context.Context, user int64, s Send) (Sent, error) 
 				return err
 			}
 			out.Created = true
+			if s.SetRole {
+				if err := setThreadRole(ctx, tx, user, out.Thread.ID, s.RoleID); err != nil {
+					return err
+				}
+				out.Thread.RoleID = s.RoleID
+			}
 		} else {
 			rows, err := tx.Query(ctx, `UPDATE threads SET model = CASE WHEN $3 = '' THEN model ELSE $3 END
 				WHERE id = $1 AND owner_id = $2 RETURNING `+threadCols, s.ThreadID, user, s.Model)
@@ -104,6 +120,12 @@ func (d *DB) SendMessage(ctx context.Context, user int64, s Send) (Sent, error) 
 			}
 			if out.Thread, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Thread]); err != nil {
 				return err
+			}
+			if s.SetRole {
+				if err := setThreadRole(ctx, tx, user, out.Thread.ID, s.RoleID); err != nil {
+					return err
+				}
+				out.Thread.RoleID = s.RoleID
 			}
 		}
 		t := out.Thread

@@ -24,13 +24,15 @@ type Thread struct {
 	Archived       bool      `db:"archived"`
 	ActiveLeafID   *int64    `db:"active_leaf_id"`
 	TitleState     string    `db:"title_state"`
+	NumCtx         int       `db:"num_ctx"`    // the thread's own context window cap (0: none)
+	Compaction     bool      `db:"compaction"` // summarize older turns when the context fills
 	CreatedAt      time.Time `db:"created_at"`
 	UpdatedAt      time.Time `db:"updated_at"`
 	LastActivityAt time.Time `db:"last_activity_at"`
 }
 
 const threadCols = `id, workspace_id, owner_id, title, model, role_id, agent_enabled, tts_enabled, image_enabled,
-	context_summary, notes, pinned, archived, active_leaf_id, title_state, created_at, updated_at, last_activity_at`
+	context_summary, notes, pinned, archived, active_leaf_id, title_state, num_ctx, compaction, created_at, updated_at, last_activity_at`
 
 // ThreadSummary is what the sidebar shows of a thread.
 type ThreadSummary struct {

@@ -30,6 +30,7 @@ func (d *DB) Branches(ctx context.Context, user, thread int64, msgs []Message) (
 	}
 	rows, err := d.Pool.Query(ctx, `SELECT m.id, m.parent_id FROM messages m JOIN threads t ON t.id = m.thread_id
 		WHERE m.thread_id = $1 AND t.owner_id = $2 AND (m.parent_id = ANY($3) OR ($4 AND m.parent_id IS NULL))
+		  AND m.role <> 'system'
 		ORDER BY m.id`, thread, user, parents, roots)
 	if err != nil {
 		return nil, err
@@ -81,7 +82,8 @@ const newestLeafSQL = `WITH RECURSIVE down AS (
 		WHERE m.id = $1 AND t.owner_id = $2
 		UNION ALL
 		SELECT c.id, c.thread_id, down.depth + 1 FROM down
-		JOIN LATERAL (SELECT id, thread_id FROM messages WHERE parent_id = down.id ORDER BY id DESC LIMIT 1) c ON true
+		JOIN LATERAL (SELECT id, thread_id FROM messages WHERE parent_id = down.id AND role <> 'system'
+			ORDER BY id DESC LIMIT 1) c ON true
 	)
 	SELECT id, thread_id FROM down ORDER BY depth DESC LIMIT 1`
 
@@ -165,7 +167,7 @@ func (d *DB) ContinueAnswer(ctx context.Context, user, message int64, kind strin
 			return err
 		}
 		var hasChildren bool
-		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM messages WHERE parent_id = $1)", m.ID).Scan(&hasChildren); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM messages WHERE parent_id = $1 AND role <> 'system')", m.ID).Scan(&hasChildren); err != nil {
 			return err
 		}
 		if m.Role != "assistant" || m.ParentID == nil || hasChildren || (m.Status != MsgCancelled && m.Status != MsgInterrupted) {
@@ -210,9 +212,9 @@ func (d *DB) ForkThread(ctx context.Context, user, message int64) (Thread, error
 	}
 	var t Thread
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `INSERT INTO threads (workspace_id, owner_id, title, model, role_id, notes, title_state)
+		rows, err := tx.Query(ctx, `INSERT INTO threads (workspace_id, owner_id, title, model, role_id, notes, num_ctx, compaction, title_state)
 			SELECT workspace_id, owner_id, left('Fork of ' || CASE WHEN title = '' THEN 'untitled' ELSE title END, 200),
-				model, role_id, notes, 'user'
+				model, role_id, notes, num_ctx, compaction, 'user'
 			FROM threads WHERE id = $1 AND owner_id = $2 RETURNING `+threadCols, path[0].ThreadID, user)
 		if err != nil {
 			return err

@@ -11,6 +11,18 @@
 // driven by directives written in the last user message (see DefaultReply),
 // or by a script given with WithScript or SetScript.
 //
+// Prompts are counted in tokens with TokensOf (per model, see
+// Model.CharsPerToken) and truncated like Ollama's chatPrompt does: the
+// context window is options.num_ctx of the request, or min(ContextLength,
+// 4096) when absent; when the messages do not fit, messages are dropped from
+// the front (system messages and the last message are kept) unless the
+// request says "truncate": false, which gets a 400 ErrInputTooLong instead.
+// The context actually available is min(window, ContextLength) (Ollama's
+// runner caps num_ctx at the model's trained context): "truncate": false
+// fails when the messages exceed it, and prompt_eval_count never exceeds it.
+// Scripts still get the whole request; what the model saw is in
+// Recorded.Seen.
+//
 // Every /api/chat request is recorded (see Requests), including whether the
 // client abandoned it, so tests can assert that cancellation reaches the
 // model server. SetDown simulates an unreachable server.
@@ -40,6 +52,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/types/model"
@@ -75,6 +88,41 @@ type Model struct {
 	// "embedding" capability, else 0).
 	EmbeddingLength int
 	Family          string // default "llama"
+	// CharsPerToken is how many characters (runes) of message content make
+	// one token for this model (default 4 when <= 0). See TokensOf.
+	CharsPerToken float64
+}
+
+// MessageOverhead is how many tokens the fake's chat template adds to each
+// message (role markers and the like), on top of its content. See TokensOf.
+const MessageOverhead = 4
+
+// defaultCharsPerToken is Model.CharsPerToken when not set.
+const defaultCharsPerToken = 4
+
+// TokensOf is the number of prompt tokens the fake counts for msgs with a
+// model of cpt characters per token (default 4 when cpt <= 0): the sum over
+// the messages of MessageOverhead + ceil(runes(content) / cpt). Only the
+// content counts; thinking, tool calls and images are free. It is what the
+// fake uses for truncation and for the default prompt_eval_count, so tests
+// can compute what it will report.
+func TokensOf(cpt float64, msgs []api.Message) int {
+	if cpt <= 0 {
+		cpt = defaultCharsPerToken
+	}
+	n := 0
+	for _, m := range msgs {
+		n += MessageOverhead + int(math.Ceil(float64(utf8.RuneCountInString(m.Content))/cpt))
+	}
+	return n
+}
+
+// PromptTokens is TokensOf for the model named model (matched like in
+// /api/chat; an unknown model counts with the default 4 characters per
+// token).
+func (s *Server) PromptTokens(model string, msgs []api.Message) int {
+	m, _ := s.lookup(model)
+	return TokensOf(m.CharsPerToken, msgs)
 }
 
 // DefaultModels is the model set used when no WithModels option is given.
@@ -123,8 +171,10 @@ type Reply struct {
 	// errors.New(ErrorText). Non-streamed, it becomes a 500 with that error.
 	ErrorAfter int
 	ErrorText  string // default "fake: model crashed"
-	// PromptEvalCount is reported in the final metrics; default
-	// max(1, ceil(runes of all request message contents / 4)).
+	// PromptEvalCount is reported in the final metrics; default: the tokens
+	// (TokensOf with the model's CharsPerToken) of the messages the model
+	// saw after truncation (Recorded.Seen), capped at min(context window,
+	// ContextLength) as Ollama's runner does (see the package doc).
 	PromptEvalCount int
 	// Hang, after the chunks, never sends the done line: the request stays
 	// open until the client goes away (or SetDown(true) or Close).
@@ -135,9 +185,20 @@ type Reply struct {
 type Recorded struct {
 	Path string           // "/api/chat"
 	Chat *api.ChatRequest // the decoded request (nil if the body did not decode); do not modify
-	// NumCtx is options.num_ctx of the request (0 when absent); the fake only
-	// records it.
+	// NumCtx is options.num_ctx of the request (0 when absent).
 	NumCtx int
+	// PromptTokens is the token count (TokensOf) of all the request's
+	// messages, before truncation (0 until the request passed the model
+	// checks).
+	PromptTokens int
+	// Truncated is how many messages were dropped from the front of the
+	// history to fit the context window (system messages are never dropped).
+	Truncated int
+	// Seen is the messages the model saw after truncation: the system
+	// messages of the dropped part, then the kept messages. Nil when the
+	// model never ran (errors before it, load/unload requests, and a
+	// "truncate": false request that does not fit). Do not modify.
+	Seen []api.Message
 	// Status is the HTTP status sent (0 while nothing was sent yet, or when
 	// the connection was cut before a status was sent).
 	Status int
@@ -239,6 +300,9 @@ func Start(opts ...Option) *Server {
 		}
 		if m.Family == "" {
 			m.Family = "llama"
+		}
+		if m.CharsPerToken <= 0 {
+			m.CharsPerToken = defaultCharsPerToken
 		}
 		if m.EmbeddingLength <= 0 && m.has(CapEmbedding) {
 			m.EmbeddingLength = 8
@@ -907,10 +971,40 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	loaded := time.Since(start)
 
+	// Context window and truncation, like Ollama's ChatHandler/chatPrompt
+	// and its runner (see fitContext).
+	window := contextWindow(m, parsed.Options)
+	runnerCtx := min(window, m.ContextLength)
+	total := TokensOf(m.CharsPerToken, parsed.Messages)
+	truncate := parsed.Truncate == nil || *parsed.Truncate
+	s.mu.Lock()
+	s.records[run.idx].PromptTokens = total
+	s.mu.Unlock()
+	if !truncate && total > runnerCtx {
+		// Ollama v0.17.4: with truncate false, chatPrompt keeps every
+		// message and the runner refuses the prompt (errorInputTooLong in
+		// runner/ollamarunner and llamarunner, http.Error 400); llmServer
+		// turns that into an api.StatusError and ChatHandler sends it as
+		// {"error": ..., "status": 400}, i.e. a 400 status with that text
+		// before anything is streamed (streamResponse) or as the whole
+		// reply (stream false). The script is not called: the model never
+		// ran.
+		run.fail(http.StatusBadRequest, ErrInputTooLong)
+		return
+	}
+	seen, dropped := fitContext(m.CharsPerToken, window, parsed.Messages, truncate)
+	s.mu.Lock()
+	s.records[run.idx].Truncated = dropped
+	s.records[run.idx].Seen = seen
+	s.mu.Unlock()
+
 	if script == nil {
 		script = DefaultReply
 	}
-	promptCount := promptEstimate(&parsed)
+	// When even the kept messages exceed the runner's context, Ollama's
+	// runner truncates the prompt tokens itself: it never evaluates more
+	// than its context.
+	promptCount := min(TokensOf(m.CharsPerToken, seen), runnerCtx)
 	rep := script(&parsed)
 	if rep.PromptEvalCount <= 0 {
 		rep.PromptEvalCount = promptCount
@@ -946,14 +1040,43 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// promptEstimate is the default prompt_eval_count: about a token per four
-// characters of all request messages.
-func promptEstimate(req *api.ChatRequest) int {
-	n := 0
-	for _, m := range req.Messages {
-		n += len([]rune(m.Content))
+// ErrInputTooLong is the error text of a "truncate": false chat request
+// whose messages do not fit the context (status 400), as Ollama's runner
+// words it.
+const ErrInputTooLong = "the input length exceeds the context length"
+
+// contextWindow is the num_ctx Ollama's ChatHandler truncates the history
+// to: options.num_ctx of the request, or when absent (or <= 0) the default.
+// Ollama's default is VRAM-based (4096 below 24 GiB); the fake uses
+// min(ContextLength, 4096), the context /api/ps reports.
+func contextWindow(m Model, opts map[string]any) int {
+	if n := numCtxOf(opts); n > 0 {
+		return n
 	}
-	return max(1, (n+3)/4)
+	return min(m.ContextLength, 4096)
+}
+
+// fitContext mimics Ollama v0.17.4's chatPrompt (server/prompt.go): starting
+// with all messages, it drops messages from the front until the tokens fit
+// window, keeping the system messages of the dropped part (moved in front of
+// the kept messages) and always keeping the last message. Without truncate
+// nothing is dropped. It returns the messages the model sees (a new slice)
+// and how many messages were dropped.
+func fitContext(cpt float64, window int, msgs []api.Message, truncate bool) ([]api.Message, int) {
+	last := len(msgs) - 1
+	for i := 0; i <= last; i++ {
+		var system []api.Message
+		for _, m := range msgs[:i] {
+			if m.Role == "system" {
+				system = append(system, m)
+			}
+		}
+		seen := append(system, msgs[i:]...)
+		if !truncate || TokensOf(cpt, seen) <= window || i == last {
+			return seen, i - len(system)
+		}
+	}
+	return nil, 0 // no messages
 }
 
 func fillToolCalls(calls []api.ToolCall, reqIdx int) []api.ToolCall {

@@ -62,12 +62,13 @@ func TestStreamEchoJoinsBackExactly(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	msg := "  hello   world,\thow are\nyou? ünïcödé  "
-	rs, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "tiny", Messages: []api.Message{
+	msgs := []api.Message{
 		{Role: "system", Content: "be nice"},
 		{Role: "user", Content: "an older message"},
 		{Role: "assistant", Content: "an older answer"},
 		{Role: "user", Content: msg},
-	}})
+	}
+	rs, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "tiny", Messages: msgs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +108,7 @@ func TestStreamEchoJoinsBackExactly(t *testing.T) {
 	if m.EvalCount != contentChunks || m.EvalCount != len(SplitWords("You said: "+msg)) {
 		t.Errorf("eval_count = %d, content chunks %d", m.EvalCount, contentChunks)
 	}
-	chars := len([]rune("be nice" + "an older message" + "an older answer" + msg))
-	if want := (chars + 3) / 4; m.PromptEvalCount != want {
+	if want := TokensOf(4, msgs); m.PromptEvalCount != want || want != s.PromptTokens("tiny", msgs) {
 		t.Errorf("prompt_eval_count = %d, want %d", m.PromptEvalCount, want)
 	}
 	if m.TotalDuration <= 0 || m.LoadDuration <= 0 || m.PromptEvalDuration <= 0 || m.EvalDuration <= 0 {
@@ -745,6 +745,311 @@ func TestScriptAndRecording(t *testing.T) {
 	}
 	if n := len(s.Requests()); n != 3 {
 		t.Errorf("%d records", n)
+	}
+}
+
+func TestTokenCounting(t *testing.T) {
+	msg := []api.Message{{Role: "user", Content: "abcdefghi"}} // 9 runes
+	if got := TokensOf(0, msg); got != MessageOverhead+3 {
+		t.Errorf("default cpt: %d", got)
+	}
+	if got := TokensOf(2.5, msg); got != MessageOverhead+4 { // ceil(3.6)
+		t.Errorf("cpt 2.5: %d", got)
+	}
+	two := []api.Message{{Role: "system", Content: ""}, {Role: "user", Content: "ünï"}} // 0 and 3 runes
+	if got := TokensOf(2.5, two); got != 2*MessageOverhead+2 {
+		t.Errorf("two messages: %d", got)
+	}
+
+	s := New(t, WithModels(
+		Model{Name: "dense", CharsPerToken: 2.5},
+		Model{Name: "plain"},
+	))
+	if got := s.PromptTokens("dense", msg); got != 8 {
+		t.Errorf("dense: %d", got)
+	}
+	if got := s.PromptTokens("DENSE:latest", msg); got != 8 {
+		t.Errorf("dense by another name: %d", got)
+	}
+	if got, want := s.PromptTokens("plain", msg), TokensOf(4, msg); got != want {
+		t.Errorf("plain: %d, want %d", got, want)
+	}
+	if got, want := s.PromptTokens("unknown", msg), TokensOf(4, msg); got != want {
+		t.Errorf("unknown: %d, want %d", got, want)
+	}
+
+	// The final done chunk (and a non-streamed reply) report the count.
+	c := client(t, s)
+	msgs := []api.Message{
+		{Role: "system", Content: "You are terse."},
+		{Role: "user", Content: "How long is a piece of string?"},
+		{Role: "assistant", Content: "Twice half its length."},
+		{Role: "user", Content: "Très drôle. [[tokens:2]]"},
+	}
+	want := TokensOf(2.5, msgs)
+	rs, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "dense", Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := rs[len(rs)-1]
+	if !final.Done || final.PromptEvalCount != want {
+		t.Errorf("final = %+v, want prompt_eval_count %d", final, want)
+	}
+	for _, r := range rs[:len(rs)-1] {
+		if r.PromptEvalCount != 0 {
+			t.Errorf("prompt_eval_count on a non-final line: %+v", r)
+		}
+	}
+	rs, err = collect(t, c, ctxT(t), &api.ChatRequest{Model: "dense", Stream: ptr(false), Messages: msgs})
+	if err != nil || len(rs) != 1 || rs[0].PromptEvalCount != want {
+		t.Errorf("non-streamed: %v %+v", err, rs)
+	}
+	rec := s.Requests()[0]
+	if rec.PromptTokens != want || rec.Truncated != 0 || len(rec.Seen) != len(msgs) || rec.Seen[3].Content != msgs[3].Content {
+		t.Errorf("record %+v", rec)
+	}
+}
+
+// longMsgs is 119 tokens with 1 char per token: 7 + 44 + 44 + 7 + 17.
+func longMsgs() []api.Message {
+	return []api.Message{
+		{Role: "system", Content: "sys"},
+		{Role: "user", Content: strings.Repeat("u", 40)},
+		{Role: "assistant", Content: strings.Repeat("a", 40)},
+		{Role: "system", Content: "mid"},
+		{Role: "user", Content: "last question"},
+	}
+}
+
+func TestTruncation(t *testing.T) {
+	s := New(t, WithModels(Model{Name: "small", ContextLength: 100, CharsPerToken: 1}))
+	c := client(t, s)
+	var mu sync.Mutex
+	var scriptSaw []int
+	s.SetScript(func(req *api.ChatRequest) Reply {
+		mu.Lock()
+		scriptSaw = append(scriptSaw, len(req.Messages))
+		mu.Unlock()
+		return DefaultReply(req)
+	})
+	msgs := longMsgs()
+	if n := s.PromptTokens("small", msgs); n != 119 {
+		t.Fatalf("test setup: %d tokens", n)
+	}
+
+	// Window 60: the first user and assistant messages go; the leading
+	// system message moves in front; the middle system message and the
+	// last message stay. 7 + 7 + 17 = 31 tokens.
+	rs, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "small", Messages: msgs, Options: map[string]any{"num_ctx": 60}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if content, _ := joined(rs); content != "You said: last question" {
+		t.Errorf("content %q", content)
+	}
+	if got := rs[len(rs)-1].PromptEvalCount; got != 31 {
+		t.Errorf("prompt_eval_count %d, want 31", got)
+	}
+	rec := s.Requests()[0]
+	var seen []string
+	for _, m := range rec.Seen {
+		seen = append(seen, m.Role+":"+m.Content)
+	}
+	if want := []string{"system:sys", "system:mid", "user:last question"}; !slices.Equal(seen, want) {
+		t.Errorf("seen %q", seen)
+	}
+	if rec.Truncated != 2 || rec.PromptTokens != 119 || rec.NumCtx != 60 || len(rec.Chat.Messages) != 5 {
+		t.Errorf("record %+v", rec)
+	}
+
+	// Explicit "truncate": true is the same; a window that fits drops nothing.
+	if _, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "small", Truncate: ptr(true), Messages: msgs, Options: map[string]any{"num_ctx": 60}}); err != nil {
+		t.Fatal(err)
+	}
+	if rec := s.Requests()[1]; rec.Truncated != 2 || len(rec.Seen) != 3 {
+		t.Errorf("truncate true: %+v", rec)
+	}
+	rs, err = collect(t, c, ctxT(t), &api.ChatRequest{Model: "small", Messages: msgs[1:]}) // 112 tokens, window min(100, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := s.Requests()[2]; rec.Truncated != 1 || len(rec.Seen) != 3 || rec.Seen[0].Role != "assistant" {
+		t.Errorf("default window: %+v", rec)
+	}
+	if got := rs[len(rs)-1].PromptEvalCount; got != 44+7+17 {
+		t.Errorf("prompt_eval_count %d", got)
+	}
+
+	// Even the last message alone does not fit: it is kept with the system
+	// messages, and the runner evaluates at most its context.
+	huge := []api.Message{{Role: "system", Content: "sys"}, {Role: "user", Content: "x"}, {Role: "user", Content: strings.Repeat("y", 30)}}
+	rs, err = collect(t, c, ctxT(t), &api.ChatRequest{Model: "small", Messages: huge, Options: map[string]any{"num_ctx": 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rs[len(rs)-1].PromptEvalCount; got != 20 {
+		t.Errorf("prompt_eval_count %d, want the context 20", got)
+	}
+	if rec := s.Requests()[3]; rec.Truncated != 1 || len(rec.Seen) != 2 || rec.Seen[1].Content != huge[2].Content || rec.PromptTokens != 7+5+34 {
+		t.Errorf("huge: %+v", rec)
+	}
+
+	// num_ctx above the model's context: no message is dropped (chatPrompt
+	// uses num_ctx) but the runner caps the prompt at ContextLength.
+	rs, err = collect(t, c, ctxT(t), &api.ChatRequest{Model: "small", Messages: msgs, Options: map[string]any{"num_ctx": 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := s.Requests()[4]; rec.Truncated != 0 || len(rec.Seen) != 5 || rs[len(rs)-1].PromptEvalCount != 100 {
+		t.Errorf("num_ctx 200: %+v / %+v", rec, rs[len(rs)-1].Metrics)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(scriptSaw, []int{5, 5, 4, 3, 5}) {
+		t.Errorf("the script saw %v messages", scriptSaw)
+	}
+}
+
+func TestTruncateFalse(t *testing.T) {
+	s := New(t, WithModels(Model{Name: "small", ContextLength: 100, CharsPerToken: 1}))
+	c := client(t, s)
+	called := 0
+	var mu sync.Mutex
+	s.SetScript(func(req *api.ChatRequest) Reply {
+		mu.Lock()
+		called++
+		mu.Unlock()
+		return DefaultReply(req)
+	})
+	msgs := longMsgs() // 119 tokens
+	cases := []struct {
+		name   string
+		stream *bool
+		numCtx any
+	}{
+		{"streamed", nil, 60},
+		{"non-streamed", ptr(false), 60},
+		{"default window", nil, nil},
+		{"num_ctx above ContextLength", nil, 200}, // the runner's context is 100
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &api.ChatRequest{Model: "small", Stream: tc.stream, Truncate: ptr(false), Messages: msgs}
+			if tc.numCtx != nil {
+				req.Options = map[string]any{"num_ctx": tc.numCtx}
+			}
+			n := 0
+			err := c.Chat(ctxT(t), req, func(api.ChatResponse) error { n++; return nil })
+			var se api.StatusError
+			if !errors.As(err, &se) || se.StatusCode != 400 || se.ErrorMessage != ErrInputTooLong || n != 0 {
+				t.Fatalf("err = %#v, %d callbacks", err, n)
+			}
+			rec := s.Requests()[i]
+			if rec.Status != 400 || rec.Error != ErrInputTooLong || rec.PromptTokens != 119 || rec.Truncated != 0 || rec.Seen != nil || rec.Completed {
+				t.Errorf("record %+v", rec)
+			}
+		})
+	}
+	mu.Lock()
+	if called != 0 {
+		t.Errorf("script called %d times", called)
+	}
+	mu.Unlock()
+
+	// It fits: a normal reply, nothing dropped.
+	rs, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "small", Truncate: ptr(false), Messages: msgs[2:], Options: map[string]any{"num_ctx": 68}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if content, _ := joined(rs); content != "You said: last question" || rs[len(rs)-1].PromptEvalCount != 68 {
+		t.Errorf("fits: %q %+v", content, rs[len(rs)-1].Metrics)
+	}
+	if rec := s.Requests()[len(cases)]; rec.Truncated != 0 || len(rec.Seen) != 3 || rec.PromptTokens != 68 {
+		t.Errorf("fits: record %+v", rec)
+	}
+}
+
+func TestDefaultContextWindow(t *testing.T) {
+	s := New(t, WithModels(
+		Model{Name: "big", ContextLength: 8192, CharsPerToken: 1},
+		Model{Name: "short", ContextLength: 50, CharsPerToken: 1},
+	))
+	c := client(t, s)
+	// 5 + 4004 + 6 + 104 = 4119 tokens: over 4096, under 8192.
+	msgs := []api.Message{
+		{Role: "system", Content: "s"},
+		{Role: "user", Content: strings.Repeat("w", 4000)},
+		{Role: "assistant", Content: "ok"},
+		{Role: "user", Content: strings.Repeat("z", 100)},
+	}
+	if _, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "big", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	if rec := s.Requests()[0]; rec.PromptTokens != 4119 || rec.Truncated != 1 || len(rec.Seen) != 3 {
+		t.Errorf("big, no num_ctx (window 4096): %+v", rec)
+	}
+	if _, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "big", Messages: msgs, Options: map[string]any{"num_ctx": 8192}}); err != nil {
+		t.Fatal(err)
+	}
+	if rec := s.Requests()[1]; rec.Truncated != 0 || len(rec.Seen) != 4 {
+		t.Errorf("big, num_ctx 8192: %+v", rec)
+	}
+
+	// 34 + 24 = 58 tokens: fits 4096 but not the model's 50.
+	two := []api.Message{{Role: "user", Content: strings.Repeat("a", 30)}, {Role: "user", Content: strings.Repeat("b", 20)}}
+	rs, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "short", Messages: two})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := s.Requests()[2]; rec.Truncated != 1 || len(rec.Seen) != 1 || rec.Seen[0].Content != two[1].Content || rs[len(rs)-1].PromptEvalCount != 24 {
+		t.Errorf("short, no num_ctx (window 50): %+v", rec)
+	}
+	err = c.Chat(ctxT(t), &api.ChatRequest{Model: "short", Truncate: ptr(false), Messages: two}, func(api.ChatResponse) error { return nil })
+	var se api.StatusError
+	if !errors.As(err, &se) || se.StatusCode != 400 {
+		t.Errorf("short, truncate false: %v", err)
+	}
+}
+
+func TestSummaryReply(t *testing.T) {
+	s := New(t)
+	c := client(t, s)
+	convo := []api.Message{
+		{Role: "system", Content: "You SUMMARIZE conversations."},
+		{Role: "user", Content: "first question here, not this one"},
+		{Role: "assistant", Content: "An answer."},
+		{Role: "user", Content: "Please [[tokens:3]] summarize: one two three four five six seven eight nine ten eleven twelve [[hang]]"},
+	}
+	rs, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "tiny", Stream: ptr(false), Messages: convo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Message.Content != "Summary: Please summarize: one two three four five six seven eight nine ten" || !rs[0].Done || rs[0].EvalCount != 1 {
+		t.Errorf("summary = %+v", rs)
+	}
+
+	// Fewer than 12 words; no user message at all.
+	rs, _ = collect(t, c, ctxT(t), &api.ChatRequest{Model: "tiny", Stream: ptr(false), Messages: []api.Message{
+		{Role: "system", Content: "Write a summary."}, {Role: "user", Content: "short one"},
+	}})
+	if len(rs) != 1 || rs[0].Message.Content != "Summary: short one" {
+		t.Errorf("short = %+v", rs)
+	}
+	rs, _ = collect(t, c, ctxT(t), &api.ChatRequest{Model: "tiny", Stream: ptr(false), Messages: []api.Message{{Role: "system", Content: "summarise"}}})
+	if len(rs) != 1 || rs[0].Message.Content != "Summary: Empty" {
+		t.Errorf("empty = %+v", rs)
+	}
+
+	// "summar" only in a user message: still a title request.
+	rs, _ = collect(t, c, ctxT(t), &api.ChatRequest{Model: "tiny", Stream: ptr(false), Messages: user("summary of magnets please")})
+	if len(rs) != 1 || rs[0].Message.Content != "Title: summary of magnets" {
+		t.Errorf("title = %+v", rs)
+	}
+	// Streamed: the directives drive the reply as usual.
+	rs, err = collect(t, c, ctxT(t), &api.ChatRequest{Model: "tiny", Messages: []api.Message{convo[0], user("x [[tokens:2]]")[0]}})
+	if content, _ := joined(rs); err != nil || content != "tok1 tok2 " {
+		t.Errorf("streamed: %v %q", err, content)
 	}
 }
 

@@ -20,9 +20,13 @@ var ThinkingChunks = []string{"Let me think. ", "The user wrote something. ", "I
 // DefaultReply is the reply logic used when no script is set. It is
 // exported so that scripts can fall back to it.
 //
-// A non-streamed request ("stream": false) is taken to be a title request:
-// the reply is one chunk "Title: <first 3 words of the first user message>"
-// (directives removed), and directives are ignored.
+// A non-streamed request ("stream": false) is a summary request when one of
+// its system messages contains "summar" (any case): the reply is one chunk
+// "Summary: <first 12 words of the LAST user message>" (directives removed;
+// "Summary: Empty" when there are none). Any other non-streamed request is
+// taken to be a title request: the reply is one chunk "Title: <first 3
+// words of the first user message>" (directives removed). In both cases
+// directives are ignored.
 //
 // Otherwise, directives in the content of the LAST user message drive the
 // reply (several may be combined; they are removed from the echoed text):
@@ -41,6 +45,9 @@ var ThinkingChunks = []string{"Let me think. ", "The user wrote something. ", "I
 // [[tokens]], there is no content, only the tool calls.
 func DefaultReply(req *api.ChatRequest) Reply {
 	if req.Stream != nil && !*req.Stream {
+		if isSummaryRequest(req) {
+			return Reply{Chunks: []string{summaryFor(req)}}
+		}
 		return Reply{Chunks: []string{titleFor(req)}}
 	}
 	last := ""
@@ -96,6 +103,32 @@ func titleFor(req *api.ChatRequest) string {
 		return "Title: Untitled"
 	}
 	return "Title: " + strings.Join(words[:min(3, len(words))], " ")
+}
+
+// isSummaryRequest: a system message mentions summar(y/ize/ise...).
+func isSummaryRequest(req *api.ChatRequest) bool {
+	for _, m := range req.Messages {
+		if m.Role == "system" && strings.Contains(strings.ToLower(m.Content), "summar") {
+			return true
+		}
+	}
+	return false
+}
+
+// summaryFor is the default reply to a summary request.
+func summaryFor(req *api.ChatRequest) string {
+	last := ""
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			last = req.Messages[i].Content
+			break
+		}
+	}
+	words := strings.Fields(parseDirectives(last).text)
+	if len(words) == 0 {
+		return "Summary: Empty"
+	}
+	return "Summary: " + strings.Join(words[:min(12, len(words))], " ")
 }
 
 // SplitWords splits s into chunks of one word and the white space after it

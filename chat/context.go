@@ -1,0 +1,292 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ollama/ollama/api"
+
+	"weft/db"
+)
+
+// This file is the one place where model requests are put together, for
+// every route (chat, rag, agent): the same system prompt, role, notes,
+// summary and budget rules apply to all of them.
+//
+// Order of a request, never stored as visible messages:
+//
+//	system: instance system prompt → the user's custom instructions → the
+//	        role's prompt → the thread's notes → the summary of older turns
+//	        (compaction) → the route's context (retrieved sources, agent rules)
+//	then:   the turns of the path to the message being answered that the
+//	        summary does not cover.
+
+// MessageOverhead is the estimate of tokens a chat template adds around
+// each message (role markers, separators).
+const MessageOverhead = 4
+
+// defaultCharsPerToken is the estimate used until a model is calibrated.
+const defaultCharsPerToken = 4.0
+
+// ContextRequest says what to assemble.
+type ContextRequest struct {
+	User   int64
+	Thread int64
+	// Leaf is the last message of the path to send: the user message being
+	// answered (or, for a manual compaction or the gauge, the active leaf).
+	Leaf  int64
+	Model string // "" uses the thread's model
+	// Partial is an answer being continued: it goes after the path, so the
+	// model carries on from its own words.
+	Partial *db.Message
+	// RouteContext is the route's own context: retrieved sources (rag) or
+	// the execution context (agent). "" for chat.
+	RouteContext string
+}
+
+// Assembly is a model request ready to send, with its budget.
+type Assembly struct {
+	Model    string
+	Messages []api.Message
+	Options  map[string]any
+	NumCtx   int // the context window sent as num_ctx
+	Window   int // the model's own context length (0: unknown)
+	// Budget is the prompt size that fits: NumCtx minus the room kept for
+	// the answer.
+	Budget        int
+	Estimate      int     // estimated prompt tokens of Messages
+	CharsPerToken float64 // the calibration used for the estimate
+	Calibrated    bool    // CharsPerToken was learned from this model's counts
+	Sources       db.ContextSources
+	Summary       *db.Message  // the compaction node whose summary was sent
+	Turns         []db.Message // the path messages sent after the system prompt
+	SystemTokens  int          // estimated tokens of the system message
+}
+
+// Fill is the estimated share of the context window the prompt takes.
+func (a Assembly) Fill() float64 {
+	if a.NumCtx <= 0 {
+		return 0
+	}
+	return float64(a.Estimate) / float64(a.NumCtx)
+}
+
+// assemble builds the request for a path. It is the only code that turns
+// stored data into model messages and options.
+func (rt *Runtime) assemble(ctx context.Context, req ContextRequest) (Assembly, error) {
+	cs, err := rt.store.ContextSources(ctx, req.User, req.Thread)
+	if err != nil {
+		return Assembly{}, fmt.Errorf("load thread: %w", err)
+	}
+	a := Assembly{Sources: cs, Model: req.Model}
+	if a.Model == "" {
+		a.Model = cs.Thread.Model
+	}
+	path, _, err := rt.store.PathTo(ctx, req.User, req.Leaf, rt.cfg.MaxPath)
+	if err != nil {
+		return Assembly{}, fmt.Errorf("load path: %w", err)
+	}
+	a.Turns = path
+	if cs.Thread.Compaction && len(path) > 0 {
+		ids := make([]int64, len(path))
+		for i, m := range path {
+			ids[i] = m.ID
+		}
+		nodes, err := rt.store.Compactions(ctx, req.User, req.Thread, ids)
+		if err != nil {
+			return Assembly{}, fmt.Errorf("load summaries: %w", err)
+		}
+		a.Summary, a.Turns = applySummary(path, nodes)
+	}
+	if req.Partial != nil {
+		a.Turns = append(a.Turns[:len(a.Turns):len(a.Turns)], *req.Partial)
+	}
+
+	a.Window = rt.models.ContextLength(ctx, a.Model)
+	a.NumCtx = contextWindow(a.Window, rt.models.maxCtx, cs.Role, cs.Thread.NumCtx)
+	a.Options = roleOptions(cs.Role)
+	a.Options["num_ctx"] = a.NumCtx
+	a.Budget = a.NumCtx - answerReserve(a.NumCtx, cs.Role)
+
+	a.CharsPerToken, a.Calibrated = rt.charsPerToken(ctx, a.Model)
+	a.Messages = make([]api.Message, 0, len(a.Turns)+1)
+	if sys := systemPrompt(cs, a.Summary, req.RouteContext); sys != "" {
+		a.Messages = append(a.Messages, api.Message{Role: "system", Content: sys})
+		a.SystemTokens = estimateTokens(a.Messages, a.CharsPerToken)
+	}
+	a.Messages = append(a.Messages, toAPIMessages(a.Turns)...)
+	a.Estimate = estimateTokens(a.Messages, a.CharsPerToken)
+	return a, nil
+}
+
+// applySummary picks the newest compaction node hanging under the deepest
+// message of the path and returns it with the turns it does not cover.
+func applySummary(path []db.Message, nodes []db.Message) (*db.Message, []db.Message) {
+	at := map[int64]*db.Message{}
+	for i := range nodes { // newest first: keep the first seen per parent
+		if p := nodes[i].ParentID; p != nil && at[*p] == nil {
+			at[*p] = &nodes[i]
+		}
+	}
+	// The last message is the one being answered: a summary under it would
+	// leave nothing to answer, so it is never applied there.
+	for i := len(path) - 2; i >= 0; i-- {
+		if n := at[path[i].ID]; n != nil {
+			return n, path[i+1:]
+		}
+	}
+	return nil, path
+}
+
+// systemPrompt joins the non-empty parts in their fixed order.
+func systemPrompt(cs db.ContextSources, summary *db.Message, routeContext string) string {
+	var parts []string
+	add := func(s string) {
+		if s = strings.TrimSpace(s); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	add(cs.SystemPrompt)
+	add(cs.Instructions)
+	if cs.Role != nil {
+		add(cs.Role.Prompt)
+	}
+	if n := strings.TrimSpace(cs.Thread.Notes); n != "" {
+		add("Notes from the user for this conversation:\n" + n)
+	}
+	if summary != nil && strings.TrimSpace(summary.Content) != "" {
+		add("Summary of the earlier part of this conversation (those messages are not repeated below):\n" + summary.Content)
+	}
+	add(routeContext)
+	return strings.Join(parts, "\n\n")
+}
+
+// contextWindow is num_ctx: the thread's own setting, else the role's, else
+// the instance's cap — never more than the model's context length.
+func contextWindow(window, instanceMax int, role *db.Role, threadNumCtx int) int {
+	n := instanceMax
+	switch {
+	case threadNumCtx > 0:
+		n = threadNumCtx
+	case role != nil && role.Params.NumCtx != nil && *role.Params.NumCtx > 0:
+		n = *role.Params.NumCtx
+	}
+	if window > 0 && n > window {
+		n = window
+	}
+	return max(n, minNumCtx)
+}
+
+// minNumCtx is the smallest window sent: below it nothing useful fits.
+const minNumCtx = 256
+
+// answerReserve is the room kept for the answer: num_predict when the role
+// sets it, else a quarter of the window up to 1,024 tokens.
+func answerReserve(numCtx int, role *db.Role) int {
+	if role != nil && role.Params.NumPredict != nil && *role.Params.NumPredict > 0 {
+		return min(*role.Params.NumPredict, numCtx/2)
+	}
+	return min(1024, numCtx/4)
+}
+
+// roleOptions turns a role's parameters into Ollama options.
+func roleOptions(role *db.Role) map[string]any {
+	o := map[string]any{}
+	if role == nil {
+		return o
+	}
+	p := role.Params
+	if p.Temperature != nil {
+		o["temperature"] = *p.Temperature
+	}
+	if p.TopP != nil {
+		o["top_p"] = *p.TopP
+	}
+	if p.TopK != nil {
+		o["top_k"] = *p.TopK
+	}
+	if p.RepeatPenalty != nil {
+		o["repeat_penalty"] = *p.RepeatPenalty
+	}
+	if p.Seed != nil {
+		o["seed"] = *p.Seed
+	}
+	if p.NumPredict != nil {
+		o["num_predict"] = *p.NumPredict
+	}
+	if len(p.Stop) > 0 {
+		o["stop"] = p.Stop
+	}
+	return o
+}
+
+// estimateTokens estimates the prompt tokens of messages.
+func estimateTokens(msgs []api.Message, charsPerToken float64) int {
+	n := 0
+	for _, m := range msgs {
+		n += messageTokens(m.Content, charsPerToken)
+	}
+	return n
+}
+
+func messageTokens(content string, charsPerToken float64) int {
+	return MessageOverhead + int(math.Ceil(float64(utf8.RuneCountInString(content))/charsPerToken))
+}
+
+// charsPerToken is the model's calibration, or the default.
+func (rt *Runtime) charsPerToken(ctx context.Context, model string) (float64, bool) {
+	cpt, n, err := rt.store.Calibration(ctx, canonicalModel(model))
+	if err != nil || n == 0 || cpt <= 0 {
+		return defaultCharsPerToken, false
+	}
+	return cpt, true
+}
+
+// Calibration limits: outside them an observation is noise.
+const minCharsPerToken, maxCharsPerToken = 0.5, 16.0
+
+// observe learns from Ollama's prompt_eval_count after an answer: it
+// reports whether the prompt was truncated (Ollama drops the oldest
+// messages when the prompt exceeds num_ctx), and otherwise calibrates the
+// model's characters per token.
+func (rt *Runtime) observe(ctx context.Context, a Assembly, promptEval int) (truncated bool) {
+	if promptEval <= 0 || len(a.Messages) == 0 {
+		return false
+	}
+	if truncatedPrompt(a, promptEval) {
+		return true
+	}
+	chars := 0
+	for _, m := range a.Messages {
+		chars += utf8.RuneCountInString(m.Content)
+	}
+	tokens := promptEval - MessageOverhead*len(a.Messages)
+	if tokens < 8 || chars < 32 {
+		return false // too little to learn from
+	}
+	cpt := float64(chars) / float64(tokens)
+	if cpt < minCharsPerToken || cpt > maxCharsPerToken {
+		return false
+	}
+	if err := rt.store.Calibrate(ctx, canonicalModel(a.Model), cpt); err != nil && !errors.Is(err, context.Canceled) {
+		slog.Warn("calibrate", "model", a.Model, "err", err)
+	}
+	return false
+}
+
+// truncatedPrompt reports whether the counted prompt is clearly smaller than
+// what was sent while what was sent could not fit: Ollama cut it. Before
+// the model is calibrated the estimate may be off either way, so only a
+// prompt estimated over the window counts.
+func truncatedPrompt(a Assembly, promptEval int) bool {
+	e, n, p := float64(a.Estimate), float64(a.NumCtx), float64(promptEval)
+	if !a.Calibrated {
+		return e > n && p < 0.9*e
+	}
+	return e > 0.8*n && p < 0.85*e
+}
