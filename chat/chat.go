@@ -32,6 +32,12 @@ type Input struct {
 	ThreadID    int64 // 0: the message starts a new thread
 	Content     string
 	Model       string // "" keeps the thread's model
+	// SetRole gives the thread RoleID (nil: no role); false keeps its role.
+	SetRole bool
+	RoleID  *int64
+	// From, for a new thread, copies the settings of one of the user's
+	// threads (the /new command).
+	From int64
 }
 
 // Send validates and stores a user message with the assistant message and
@@ -48,12 +54,15 @@ func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, err
 		model = rt.models.Default(ctx)
 	}
 	sent, err := rt.store.SendMessage(ctx, user, db.Send{
-		ThreadID:    in.ThreadID,
-		WorkspaceID: in.WorkspaceID,
-		Title:       provisionalTitle(content),
-		Model:       model,
-		Content:     content,
-		Kind:        "chat",
+		ThreadID:     in.ThreadID,
+		WorkspaceID:  in.WorkspaceID,
+		Title:        provisionalTitle(content),
+		Model:        model,
+		Content:      content,
+		Kind:         "chat",
+		SetRole:      in.SetRole,
+		RoleID:       in.RoleID,
+		SettingsFrom: in.From,
 	})
 	return rt.queued(sent, err)
 }

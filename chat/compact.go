@@ -212,7 +212,7 @@ func (rt *Runtime) Compact(ctx context.Context, user, thread int64) (db.Message,
 		return db.Message{}, ErrNothingToCompact
 	}
 	if t.Model == "" {
-		return db.Message{}, errNoModel
+		return db.Message{}, ErrNoModel
 	}
 	if !t.Compaction {
 		return db.Message{}, ErrCompactionOff

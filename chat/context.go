@@ -64,6 +64,7 @@ type Assembly struct {
 	Calibrated    bool    // CharsPerToken was learned from this model's counts
 	Sources       db.ContextSources
 	Summary       *db.Message  // the compaction node whose summary was sent
+	Compacted     *db.Message  // a compaction node written for this very request
 	Turns         []db.Message // the path messages sent after the system prompt
 	SystemTokens  int          // estimated tokens of the system message
 }
@@ -87,9 +88,11 @@ func (rt *Runtime) assemble(ctx context.Context, req ContextRequest) (Assembly, 
 	if a.Model == "" {
 		a.Model = cs.Thread.Model
 	}
-	path, _, err := rt.store.PathTo(ctx, req.User, req.Leaf, rt.cfg.MaxPath)
-	if err != nil {
-		return Assembly{}, fmt.Errorf("load path: %w", err)
+	var path []db.Message
+	if req.Leaf != 0 {
+		if path, _, err = rt.store.PathTo(ctx, req.User, req.Leaf, rt.cfg.MaxPath); err != nil {
+			return Assembly{}, fmt.Errorf("load path: %w", err)
+		}
 	}
 	a.Turns = path
 	if cs.Thread.Compaction && len(path) > 0 {
@@ -289,4 +292,29 @@ func truncatedPrompt(a Assembly, promptEval int) bool {
 		return e > n && p < 0.9*e
 	}
 	return e > 0.8*n && p < 0.85*e
+}
+
+// Gauge is how full the context window is for the next message of a
+// thread.
+type Gauge struct {
+	Estimate   int // estimated prompt tokens of the next request (without the new message)
+	NumCtx     int
+	Summarized bool // older turns are replaced by a summary
+}
+
+// ContextGauge estimates the next request of a thread's visible branch.
+func (rt *Runtime) ContextGauge(ctx context.Context, user, thread int64) (Gauge, error) {
+	t, err := rt.store.Thread(ctx, user, thread)
+	if err != nil {
+		return Gauge{}, err
+	}
+	var leaf int64
+	if t.ActiveLeafID != nil {
+		leaf = *t.ActiveLeafID
+	}
+	a, err := rt.assemble(ctx, ContextRequest{User: user, Thread: thread, Leaf: leaf})
+	if err != nil {
+		return Gauge{}, err
+	}
+	return Gauge{Estimate: a.Estimate, NumCtx: a.NumCtx, Summarized: a.Summary != nil}, nil
 }

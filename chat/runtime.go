@@ -300,7 +300,7 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 	a, thread, chatErr := rt.prepare(ctx, lr, r)
 	model := a.Model
 	if chatErr == nil && model == "" {
-		chatErr = errNoModel
+		chatErr = ErrNoModel
 	}
 	if chatErr == nil {
 		req := &api.ChatRequest{
@@ -311,6 +311,9 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 		}
 		fin.Usage["num_ctx"] = a.NumCtx
 		fin.Usage["estimated_prompt_tokens"] = a.Estimate
+		if a.Compacted != nil {
+			fin.Usage["compaction_id"] = a.Compacted.ID
+		}
 		lastFlush := time.Now()
 		thinkingPhase := false
 		chatErr = rt.llm.Chat(ctx, req, func(resp api.ChatResponse) error {
@@ -362,7 +365,7 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 	default:
 		fin.RunStatus, fin.MsgStatus = db.RunFailed, db.MsgError
 		fin.Error = rt.describe(chatErr, model)
-		if chatErr != nil && !errors.Is(chatErr, errNoModel) {
+		if chatErr != nil && !errors.Is(chatErr, ErrNoModel) {
 			slog.Warn("run failed", "run", r.ID, "model", model, "err", chatErr)
 		}
 	}
@@ -428,7 +431,8 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 	}
 	lr.setStatus(StatusCompacting)
 	defer lr.setStatus(db.RunRunning)
-	if _, err := rt.compactFor(ctx, r.OwnerID, a, covered, true); err != nil {
+	node, err := rt.compactFor(ctx, r.OwnerID, a, covered, true)
+	if err != nil {
 		if ctx.Err() != nil {
 			return a, a.Sources.Thread, ctx.Err()
 		}
@@ -436,6 +440,7 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 		return a, a.Sources.Thread, nil
 	}
 	b, err := rt.assemble(ctx, req)
+	b.Compacted = &node
 	return b, b.Sources.Thread, err
 }
 
@@ -465,7 +470,8 @@ func (rt *Runtime) flush(ctx context.Context, lr *liveRun) {
 	}
 }
 
-var errNoModel = errors.New("no model")
+// ErrNoModel is returned when a thread has no model to answer with.
+var ErrNoModel = errors.New("no model")
 
 // describe turns a model-server failure into a message for the user: what
 // happened and what to do, without internals.
@@ -476,7 +482,7 @@ func (rt *Runtime) describe(err error, model string) string {
 	switch {
 	case err == nil:
 		return "The model server ended the answer before it was complete."
-	case errors.Is(err, errNoModel):
+	case errors.Is(err, ErrNoModel):
 		return "No model is chosen for this thread. Pick one in the composer and retry."
 	case errors.As(err, &se) && se.StatusCode == 404:
 		return fmt.Sprintf("Model %q is not available on the Ollama server at %s. Pull it with `ollama pull %s` or choose another model.", model, rt.cfg.OllamaHost, model)

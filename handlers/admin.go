@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"weft/db"
 	"weft/views"
@@ -26,6 +28,11 @@ func (h *admin) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
+	prompt, err := h.store.Setting(r.Context(), db.SettingSystemPrompt, "")
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
 	ws, err := h.shell.currentWorkspace(r, u.ID)
 	if err != nil {
 		serverError(w, r, err)
@@ -36,7 +43,7 @@ func (h *admin) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	render(w, r, http.StatusOK, views.Page("Administration", views.App(s, views.AdminPage(mode, r.URL.Query().Has("saved")))))
+	render(w, r, http.StatusOK, views.Page("Administration", views.App(s, views.AdminPage(mode, prompt, r.URL.Query().Has("saved")))))
 }
 
 func (h *admin) setSignup(w http.ResponseWriter, r *http.Request) {
@@ -53,4 +60,34 @@ func (h *admin) setSignup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, "/admin?saved")
+}
+
+// setSystemPrompt stores the system prompt every request starts with.
+func (h *admin) setSystemPrompt(w http.ResponseWriter, r *http.Request) {
+	if !parseForm(w, r) {
+		return
+	}
+	prompt, ok := longText(w, r, "system_prompt", "The system prompt")
+	if !ok {
+		return
+	}
+	if err := h.store.SetSetting(r.Context(), db.SettingSystemPrompt, prompt); err != nil {
+		serverError(w, r, err)
+		return
+	}
+	redirect(w, r, "/admin?saved")
+}
+
+// maxPromptRunes caps prompts, notes and instructions.
+const maxPromptRunes = 20_000
+
+// longText reads a trimmed multi-line field of at most maxPromptRunes,
+// answering the request itself when it is too long.
+func longText(w http.ResponseWriter, r *http.Request, field, what string) (string, bool) {
+	s := strings.TrimSpace(strings.ReplaceAll(r.PostForm.Get(field), "\r\n", "\n"))
+	if utf8.RuneCountInString(s) > maxPromptRunes {
+		badRequest(w, r, what+" is longer than 20,000 characters; nothing was saved.")
+		return "", false
+	}
+	return s, true
 }

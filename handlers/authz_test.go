@@ -66,6 +66,16 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	freshThread := func() string { return fmt.Sprintf("/t/%d/delete", newThread().Thread.ID) }
 	freshMessage := func() string { return fmt.Sprintf("/m/%d/delete", newThread().User.ID) }
 	U := fmt.Sprint(*first.UserMessageID)
+	newRole := func(name string) db.Role {
+		r, err := store.CreateRole(ctx, u.ID, db.RoleInput{Name: name, Prompt: "Be brief."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	RL := fmt.Sprint(newRole("Editor").ID)
+	roleN := 0
+	freshRole := func() string { roleN++; return fmt.Sprintf("/roles/%d/delete", newRole(fmt.Sprint("Gone ", roleN)).ID) }
 
 	const (
 		login = "→/login"
@@ -116,6 +126,16 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/workspaces/{id}/archive", "/workspaces/" + W + "/archive", url.Values{"archived": {"false"}}, nil, want{303, 404, login}},
 		{"GET", "/admin", "/admin", nil, nil, want{200, 403, login}},
 		{"POST", "/admin/signup", "/admin/signup", url.Values{"mode": {"open"}}, nil, want{303, 403, login}},
+		{"POST", "/admin/system-prompt", "/admin/system-prompt", url.Values{"system_prompt": {"Be kind."}}, nil, want{303, 403, login}},
+		{"GET", "/t/{id}/context", "/t/" + T + "/context", nil, nil, want{200, 404, login}},
+		{"POST", "/t/{id}/settings", "/t/" + T + "/settings", url.Values{"role": {RL}, "notes": {"n"}, "compaction": {"on"}}, nil, want{303, 404, login}},
+		{"GET", "/roles", "/roles", nil, nil, want{200, 200, login}},
+		{"POST", "/roles", "/roles", url.Values{"name": {"Poet"}, "prompt": {"Rhyme."}}, nil, want{303, 303, login}},
+		{"GET", "/roles/{id}", "/roles/" + RL, nil, nil, want{200, 404, login}},
+		{"POST", "/roles/{id}", "/roles/" + RL, url.Values{"name": {"Editor"}, "prompt": {"Edit."}}, nil, want{303, 404, login}},
+		{"POST", "/roles/{id}/delete", "", nil, freshRole, want{303, 404, login}},
+		{"GET", "/settings", "/settings", nil, nil, want{200, 200, login}},
+		{"POST", "/settings/instructions", "/settings/instructions", url.Values{"instructions": {"I am a chemist."}}, nil, want{303, 303, login}},
 		{"POST", "/login", "/login", url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, nil, want{401, 401, 401}},
 		{"POST", "/register", "/register", url.Values{"email": {"bad"}, "password": {"x"}}, nil, want{422, 422, 422}},
 		{"POST", "/logout", "/logout", nil, nil, want{login, login, login}},

@@ -1,13 +1,26 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
+	"strconv"
 
+	"weft/db"
 	"weft/views"
 )
 
+type homeStore interface {
+	Thread(ctx context.Context, user, id int64) (db.Thread, error)
+	Roles(ctx context.Context, user int64) ([]db.Role, error)
+}
+
 // home serves GET /: the current workspace with a composer for a new thread.
-type home struct{ shell *shell }
+// With ?from=thread (the /new command) the composer starts with that
+// thread's model and role, and the new thread copies its settings.
+type home struct {
+	shell *shell
+	store homeStore
+}
 
 func (h *home) show(w http.ResponseWriter, r *http.Request) {
 	u, _ := currentUser(r)
@@ -16,11 +29,30 @@ func (h *home) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
+	c := views.ComposerData{Model: h.shell.defaultModel(r.Context(), ws)}
+	if from, err := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64); err == nil {
+		if t, err := h.store.Thread(r.Context(), u.ID, from); err == nil {
+			c.From, c.RoleID = t.ID, t.RoleID
+			if t.Model != "" {
+				c.Model = t.Model
+			}
+		}
+	}
+	h.render(w, r, http.StatusOK, u, ws, c)
+}
+
+// render shows the home page of ws with the composer c (also used to give a
+// refused first message back with its error).
+func (h *home) render(w http.ResponseWriter, r *http.Request, status int, u db.User, ws db.Workspace, c views.ComposerData) {
 	s, err := h.shell.build(r.Context(), u, ws, 0, ws.Name)
 	if err != nil {
 		serverError(w, r, err)
 		return
 	}
-	c := views.ComposerData{Action: "/t", WorkspaceID: ws.ID, Models: s.Models, Model: h.shell.defaultModel(r.Context(), ws)}
-	render(w, r, http.StatusOK, views.Page(ws.Name, views.App(s, views.Home(ws, c))))
+	if c.Roles, err = h.store.Roles(r.Context(), u.ID); err != nil {
+		serverError(w, r, err)
+		return
+	}
+	c.Action, c.WorkspaceID, c.Models = "/t", ws.ID, s.Models
+	render(w, r, status, views.Page(ws.Name, views.App(s, views.Home(ws, c))))
 }

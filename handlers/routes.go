@@ -85,8 +85,10 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 	a := &auth{store: store, sessions: sessions, limit: cfg.LoginLimit}
 	closing := make(chan struct{})
 	sh := &shell{store: store, sessions: sessions, models: rt.Models()}
-	hm := &home{shell: sh}
-	th := &threads{store: store, shell: sh, rt: rt}
+	hm := &home{shell: sh, store: store}
+	th := &threads{store: store, shell: sh, home: hm, rt: rt}
+	rl := &roles{store: store, shell: sh}
+	st := &settings{store: store, shell: sh}
 	rn := &runs{store: store, models: rt.Models(), rt: rt, closing: closing}
 	ms := &messages{store: store, rt: rt}
 	mg := &manage{store: store, shell: sh}
@@ -135,6 +137,8 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 			r.Post("/t/{id}/delete", th.delete)
 			r.Get("/t/{id}/title", th.title)
 			r.Get("/t/{id}/history", th.history)
+			r.Get("/t/{id}/context", th.context)
+			r.Post("/t/{id}/settings", th.settings)
 			r.Post("/m/{id}/retry", ms.retry)
 			r.Post("/m/{id}/edit", ms.edit)
 			r.Post("/m/{id}/continue", ms.continueAnswer)
@@ -156,8 +160,17 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 			r.Post("/workspaces/{id}/rename", ws.rename)
 			r.Post("/workspaces/{id}/archive", ws.archive)
 
+			r.Get("/roles", rl.list)
+			r.Post("/roles", rl.create)
+			r.Get("/roles/{id}", rl.show)
+			r.Post("/roles/{id}", rl.update)
+			r.Post("/roles/{id}/delete", rl.delete)
+			r.Get("/settings", st.show)
+			r.Post("/settings/instructions", st.setInstructions)
+
 			r.With(requireAdmin).Get("/admin", ad.show)
 			r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
+			r.With(requireAdmin).Post("/admin/system-prompt", ad.setSystemPrompt)
 		})
 	})
 	// Uploads: the same, with a larger cap of their own.

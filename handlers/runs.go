@@ -30,6 +30,8 @@ type runtime interface {
 	Cancel(ctx context.Context, user, run int64) (db.Run, error)
 	Subscribe(run int64) (chat.Snapshot, <-chan chat.Event, func(), bool)
 	TitleChanged(thread int64) <-chan struct{}
+	Compact(ctx context.Context, user, thread int64) (db.Message, error)
+	ContextGauge(ctx context.Context, user, thread int64) (chat.Gauge, error)
 }
 
 // runs serves a run's event stream and its stop button.

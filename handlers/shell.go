@@ -15,6 +15,10 @@ import (
 	"weft/views"
 )
 
+// sessionFlash holds the outcome of an action for the next page (for
+// example a slash command that reloads the thread).
+const sessionFlash = "flash"
+
 // sidebarPageSize is how many threads one sidebar page shows.
 const sidebarPageSize = 50
 
@@ -74,6 +78,7 @@ func (s *shell) build(ctx context.Context, u db.User, ws db.Workspace, activeThr
 		Title: title, User: u, Workspace: ws, Workspaces: all, Threads: threads,
 		NextPage: sidebarPageURL(ws.ID, next), ActiveID: activeThread,
 		Models: s.models.ChatModels(ctx), Notice: s.models.Problem(ctx),
+		Flash: s.sessions.PopString(ctx, sessionFlash),
 	}, nil
 }
 

@@ -33,12 +33,21 @@ type threadStore interface {
 	SetThreadPinned(ctx context.Context, user, id int64, pinned bool) error
 	SetThreadArchived(ctx context.Context, user, id int64, archived bool) error
 	DeleteThread(ctx context.Context, user, id int64) ([]string, error)
+	Roles(ctx context.Context, user int64) ([]db.Role, error)
+	RoleByName(ctx context.Context, user int64, name string) (db.Role, error)
+	Compactions(ctx context.Context, user, thread int64, under []int64) ([]db.Message, error)
+	ThreadUsage(ctx context.Context, user, thread int64) (db.UsageTotals, error)
+	UpdateThreadSettings(ctx context.Context, user, thread int64, s db.ThreadSettings) error
+	SetThreadModel(ctx context.Context, user, thread int64, model string) error
+	SetThreadRole(ctx context.Context, user, thread int64, role *int64) error
+	Workspace(ctx context.Context, user, id int64) (db.Workspace, error)
 }
 
 // threads serves the thread page and the thread's actions.
 type threads struct {
 	store threadStore
 	shell *shell
+	home  *home
 	rt    runtime
 }
 
@@ -68,14 +77,26 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	items, err := h.messageViews(r.Context(), u.ID, t.ID, msgs, s.Models)
+	items, err := h.messageViews(r.Context(), u.ID, t, msgs, s.Models)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	roles, err := h.store.Roles(r.Context(), u.ID)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	usage, err := h.store.ThreadUsage(r.Context(), u.ID, t.ID)
 	if err != nil {
 		serverError(w, r, err)
 		return
 	}
 	p := views.ThreadPage{Thread: t, Workspaces: s.Workspaces, Messages: items, More: more, OtherBranch: viewLeaf,
-		AwaitTitle: t.TitleState == "provisional" && hasAnswer(items), Composer: views.ComposerData{
+		AwaitTitle: t.TitleState == "provisional" && hasAnswer(items), Roles: roles, Usage: usage,
+		Composer: views.ComposerData{
 			Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, Model: t.Model, Append: true,
+			ThreadID: t.ID, Roles: roles, RoleID: t.RoleID,
 		}}
 	render(w, r, http.StatusOK, views.Page(threadTitleOr(t.Title), views.App(s, views.Thread(p))))
 }
@@ -90,7 +111,14 @@ func (h *threads) create(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, r, "Choose a workspace for the new thread.")
 		return
 	}
-	h.send(w, r, chat.Input{WorkspaceID: wsID})
+	in := chat.Input{WorkspaceID: wsID}
+	if from := r.PostForm.Get("from"); from != "" {
+		if in.From, err = strconv.ParseInt(from, 10, 64); err != nil {
+			badRequest(w, r, "The thread to copy settings from does not exist.")
+			return
+		}
+	}
+	h.send(w, r, in)
 }
 
 // append serves POST /t/{id}/messages.
@@ -102,18 +130,38 @@ func (h *threads) append(w http.ResponseWriter, r *http.Request) {
 	h.send(w, r, chat.Input{ThreadID: id})
 }
 
+// send takes the composer's text: a slash command, or a message to answer.
 func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 	u, _ := currentUser(r)
 	in.Content = r.PostForm.Get("content")
+	if cmd, ok := parseCommand(in.Content); ok {
+		h.command(w, r, u, in, cmd)
+		return
+	}
+	in.Content = unescapeSlash(in.Content)
 	in.Model = strings.TrimSpace(r.PostForm.Get("model"))
 	if len(in.Model) > 200 {
-		badRequest(w, r, "That model name is too long.")
+		h.refuse(w, r, in, "That model name is too long.")
 		return
+	}
+	if r.PostForm.Has("role") {
+		in.SetRole = true
+		if v := r.PostForm.Get("role"); v != "" {
+			role, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				h.refuse(w, r, in, "That role does not exist.")
+				return
+			}
+			in.RoleID = &role
+		}
 	}
 	sent, err := h.rt.Send(r.Context(), u.ID, in)
 	switch {
 	case errors.Is(err, chat.ErrEmpty), errors.Is(err, chat.ErrTooLong):
-		badRequest(w, r, "Message not sent: "+err.Error()+".")
+		h.refuse(w, r, in, "Message not sent: "+err.Error()+".")
+		return
+	case errors.Is(err, db.ErrNotFound) && in.RoleID != nil:
+		h.refuse(w, r, in, "Message not sent: that role does not exist any more. Choose another one.")
 		return
 	case err != nil:
 		storeError(w, r, err)
@@ -132,6 +180,37 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 		return
 	}
 	redirect(w, r, fmt.Sprintf("/t/%d#m%d", sent.Thread.ID, sent.Assistant.ID))
+}
+
+// refuse answers a send that was not accepted, keeping what was typed: in
+// the composer's notice area (htmx), on the new-thread page with the text
+// filled in again, or on an error page.
+func (h *threads) refuse(w http.ResponseWriter, r *http.Request, in chat.Input, msg string) {
+	if isHTMX(r) {
+		composerNotice(w, r, http.StatusUnprocessableEntity, views.ComposerNotice(msg, true))
+		return
+	}
+	if in.ThreadID == 0 {
+		u, _ := currentUser(r)
+		ws, err := h.store.Workspace(r.Context(), u.ID, in.WorkspaceID)
+		if err != nil {
+			storeError(w, r, err)
+			return
+		}
+		h.home.render(w, r, http.StatusUnprocessableEntity, u, ws, views.ComposerData{
+			Model: r.PostForm.Get("model"), From: in.From, Content: in.Content, Error: msg, RoleID: in.RoleID})
+		return
+	}
+	badRequest(w, r, msg)
+}
+
+// composerNotice swaps c into the composer's notice area instead of the
+// element the composer targets. A 422 keeps the typed text (htmx does not
+// count it as a success, so the composer is not cleared).
+func composerNotice(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
+	w.Header().Set("HX-Retarget", "#composer-notice")
+	w.Header().Set("HX-Reswap", "innerHTML")
+	render(w, r, status, c)
 }
 
 // title serves GET /t/{id}/title: it waits (a little) for the generated
@@ -215,7 +294,12 @@ func (h *threads) history(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	items, err := h.messageViews(r.Context(), u.ID, id, msgs, h.shell.models.ChatModels(r.Context()))
+	t, err := h.store.Thread(r.Context(), u.ID, id)
+	if err != nil {
+		storeError(w, r, err)
+		return
+	}
+	items, err := h.messageViews(r.Context(), u.ID, t, msgs, h.shell.models.ChatModels(r.Context()))
 	if err != nil {
 		serverError(w, r, err)
 		return
@@ -234,9 +318,10 @@ func hasAnswer(items []views.MessageView) bool {
 	return false
 }
 
-// messageViews pairs each message with its branch position and, for an
-// answer being written, its active run.
-func (h *threads) messageViews(ctx context.Context, user, thread int64, msgs []db.Message, models []string) ([]views.MessageView, error) {
+// messageViews pairs each message with its branch position, the summary
+// hanging under it and, for an answer being written, its active run.
+func (h *threads) messageViews(ctx context.Context, user int64, t db.Thread, msgs []db.Message, models []string) ([]views.MessageView, error) {
+	thread := t.ID
 	active, err := h.store.ActiveRuns(ctx, user, thread)
 	if err != nil {
 		return nil, err
@@ -244,6 +329,20 @@ func (h *threads) messageViews(ctx context.Context, user, thread int64, msgs []d
 	branches, err := h.store.Branches(ctx, user, thread, msgs)
 	if err != nil {
 		return nil, err
+	}
+	ids := make([]int64, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	nodes, err := h.store.Compactions(ctx, user, thread, ids)
+	if err != nil {
+		return nil, err
+	}
+	summaries := map[int64]*db.Message{}
+	for i := range nodes { // newest first
+		if p := nodes[i].ParentID; p != nil && summaries[*p] == nil {
+			summaries[*p] = &nodes[i]
+		}
 	}
 	byMsg := map[int64]*db.Run{}
 	for i := range active {
@@ -262,7 +361,8 @@ func (h *threads) messageViews(ctx context.Context, user, thread int64, msgs []d
 				m = fresh
 			}
 		}
-		out[i] = views.MessageView{Message: m, Run: run, Branch: branches[m.ID], Models: models}
+		out[i] = views.MessageView{Message: m, Run: run, Branch: branches[m.ID], Models: models,
+			Compaction: summaries[m.ID], CompactionOff: !t.Compaction}
 	}
 	return out, nil
 }

@@ -216,3 +216,61 @@
     if (form.matches && form.matches("form.composer")) localStorage.removeItem(draftKey(form));
   });
 })();
+
+// Context: the composer's slash-command help, selects that keep their
+// choice after a send, and what follows a finished answer (the context
+// gauge refreshes; a summary written for it appears in the thread).
+(function () {
+  "use strict";
+
+  // The help shows while the message starts with one "/" and lists the
+  // commands that match what is typed so far.
+  const updateHelp = (box) => {
+    const form = box.closest("form.composer");
+    const help = form && form.querySelector(".slash-help");
+    if (!help) return;
+    const v = box.value;
+    const typing = v.startsWith("/") && !v.startsWith("//");
+    const word = typing ? v.split(/\s/, 1)[0].toLowerCase() : "";
+    let shown = 0;
+    help.querySelectorAll("li[data-command]").forEach((li) => {
+      const match = typing && (li.dataset.command.startsWith(word) || word === "/");
+      li.hidden = !match;
+      if (match) shown++;
+    });
+    help.hidden = !typing || shown === 0;
+  };
+  document.addEventListener("input", (event) => {
+    const box = event.target;
+    if (box instanceof HTMLTextAreaElement && box.matches("form.composer textarea")) updateHelp(box);
+  });
+
+  // form.reset() would put the model and role menus back to what the page
+  // was rendered with, and the next message would switch back to them.
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    const form = event.detail && event.detail.elt;
+    if (!form || !form.matches || !form.matches("form.composer")) return;
+    form.querySelectorAll("select").forEach((sel) => {
+      sel.querySelectorAll("option").forEach((o) => { o.defaultSelected = o.selected; });
+    });
+  });
+  document.addEventListener("htmx:afterRequest", (event) => {
+    const form = event.detail && event.detail.elt;
+    if (!form || !form.matches || !form.matches("form.composer")) return;
+    const box = form.querySelector("textarea");
+    if (box) updateHelp(box);
+  });
+
+  let pending = 0;
+  document.addEventListener("htmx:load", (event) => {
+    const el = event.target;
+    if (!(el instanceof Element) || !el.matches('[data-testid="message"][data-role="assistant"]')) return;
+    if (el.dataset.status === "streaming") return;
+    clearTimeout(pending);
+    pending = setTimeout(() => document.body.dispatchEvent(new CustomEvent("weft:answered")), 50);
+    const summary = el.dataset.compacted;
+    if (summary && !document.getElementById("c" + summary) && document.getElementById("messages")) {
+      htmx.ajax("GET", location.pathname + location.search, { target: "#messages", select: "#messages", swap: "outerHTML" });
+    }
+  });
+})();

@@ -32,7 +32,14 @@ type messageMeta struct {
 		OutputTokens    int     `json:"output_tokens"`
 		TokensPerSecond float64 `json:"tokens_per_second"`
 		DurationMS      int64   `json:"duration_ms"`
+		NumCtx          int     `json:"num_ctx"`
+		ContextFill     float64 `json:"context_fill"`
+		Truncated       bool    `json:"truncated"`
+		Estimated       int     `json:"estimated_prompt_tokens"`
+		CompactionID    int64   `json:"compaction_id"`
 	} `json:"usage"`
+	Covers int  `json:"covers"` // compaction nodes: messages summarized
+	Auto   bool `json:"auto"`
 }
 
 func metaOf(m db.Message) messageMeta {
@@ -88,3 +95,7 @@ func roleName(role string) string {
 	}
 	return "answer"
 }
+
+// CompactionOf is the summary written before an answer was generated (0:
+// none).
+func CompactionOf(m db.Message) int64 { return metaOf(m).Usage.CompactionID }

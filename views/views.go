@@ -23,6 +23,7 @@ type Shell struct {
 	ActiveID   int64  // the thread being shown, if any
 	Models     []string
 	Notice     string // a banner (for example: the model server is unreachable)
+	Flash      string // the outcome of the last action (for example a slash command)
 	Search     string // the search box's text
 }
 
@@ -33,6 +34,12 @@ type ComposerData struct {
 	Models      []string
 	Model       string // selected
 	Append      bool   // in a thread: htmx appends the reply fragments
+	ThreadID    int64  // the thread the composer writes into (0: a new one)
+	Roles       []db.Role
+	RoleID      *int64 // the selected role
+	From        int64  // a new thread copies this thread's settings (/new)
+	Content     string // text to show again (a refused send keeps what was typed)
+	Error       string // why the last send was refused
 }
 
 // MessageView is a message with what its rendering needs to know.
@@ -42,6 +49,10 @@ type MessageView struct {
 	AwaitTitle bool    // fetch the generated title once it exists
 	Branch     db.Branch
 	Models     []string // for the regenerate menu
+	// Compaction is the summary hanging under this message (the marker
+	// shown after it); CompactionOff says the thread does not use it.
+	Compaction    *db.Message
+	CompactionOff bool
 }
 
 // ThreadPage is the main column of /t/{id}.
@@ -53,6 +64,8 @@ type ThreadPage struct {
 	Messages    []MessageView
 	More        bool
 	Composer    ComposerData
+	Roles       []db.Role
+	Usage       db.UsageTotals
 }
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }
