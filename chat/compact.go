@@ -217,7 +217,7 @@ func (rt *Runtime) Compact(ctx context.Context, user, thread int64) (db.Message,
 	if !t.Compaction {
 		return db.Message{}, ErrCompactionOff
 	}
-	a, err := rt.assemble(ctx, ContextRequest{User: user, Thread: thread, Leaf: *t.ActiveLeafID})
+	a, err := rt.Assemble(ctx, ContextRequest{User: user, Thread: thread, Leaf: *t.ActiveLeafID})
 	if err != nil {
 		return db.Message{}, err
 	}

@@ -77,9 +77,9 @@ func (a Assembly) Fill() float64 {
 	return float64(a.Estimate) / float64(a.NumCtx)
 }
 
-// assemble builds the request for a path. It is the only code that turns
+// Assemble builds the request for a path. It is the only code that turns
 // stored data into model messages and options.
-func (rt *Runtime) assemble(ctx context.Context, req ContextRequest) (Assembly, error) {
+func (rt *Runtime) Assemble(ctx context.Context, req ContextRequest) (Assembly, error) {
 	cs, err := rt.store.ContextSources(ctx, req.User, req.Thread)
 	if err != nil {
 		return Assembly{}, fmt.Errorf("load thread: %w", err)
@@ -312,7 +312,7 @@ func (rt *Runtime) ContextGauge(ctx context.Context, user, thread int64) (Gauge,
 	if t.ActiveLeafID != nil {
 		leaf = *t.ActiveLeafID
 	}
-	a, err := rt.assemble(ctx, ContextRequest{User: user, Thread: thread, Leaf: leaf})
+	a, err := rt.Assemble(ctx, ContextRequest{User: user, Thread: thread, Leaf: leaf})
 	if err != nil {
 		return Gauge{}, err
 	}

@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -131,4 +132,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// jsonUnmarshal decodes key of a JSON object ("" : the whole object).
+func jsonUnmarshal(raw []byte, key string, v any) error {
+	if key == "" {
+		return json.Unmarshal(raw, v)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	return json.Unmarshal(m[key], v)
 }

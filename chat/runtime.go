@@ -413,7 +413,7 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 		}
 		req.Partial = &partial
 	}
-	a, err := rt.assemble(ctx, req)
+	a, err := rt.Assemble(ctx, req)
 	if err != nil {
 		return a, a.Sources.Thread, err
 	}
@@ -439,7 +439,7 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 		slog.Warn("automatic compaction", "run", r.ID, "err", err)
 		return a, a.Sources.Thread, nil
 	}
-	b, err := rt.assemble(ctx, req)
+	b, err := rt.Assemble(ctx, req)
 	b.Compacted = &node
 	return b, b.Sources.Thread, err
 }
