@@ -124,6 +124,18 @@ func (c *Client) Post(path string, form url.Values) Response {
 // Do sends a request with an optional form body.
 func (c *Client) Do(method, path string, form url.Values) Response {
 	c.t.Helper()
+	return c.DoHeader(method, path, form, nil)
+}
+
+// HTMX posts form as htmx does (HX-Request: true).
+func (c *Client) HTMX(path string, form url.Values) Response {
+	c.t.Helper()
+	return c.DoHeader(http.MethodPost, path, form, http.Header{"Hx-Request": {"true"}})
+}
+
+// DoHeader sends a request with extra headers.
+func (c *Client) DoHeader(method, path string, form url.Values, h http.Header) Response {
+	c.t.Helper()
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -134,6 +146,9 @@ func (c *Client) Do(method, path string, form url.Values) Response {
 	}
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
