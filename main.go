@@ -38,6 +38,7 @@ type config struct {
 	tlsKey       string
 	logFormat    string
 	maxBody      int64
+	compactAt    float64
 }
 
 func loadConfig() (config, error) {
@@ -61,6 +62,14 @@ func loadConfig() (config, error) {
 	}
 	if c.userRuns, err = envInt("WEFT_MAX_RUNS_PER_USER", 3, 1); err != nil {
 		return c, err
+	}
+	c.compactAt = 0.85
+	if v := os.Getenv("WEFT_COMPACT_AT"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return c, fmt.Errorf("WEFT_COMPACT_AT must be a number above 0 and at most 1 (the context fill that triggers a summary), got %q", v)
+		}
+		c.compactAt = f
 	}
 	grace, err := envInt("WEFT_SHUTDOWN_GRACE_SECONDS", 10, 0)
 	if err != nil {
@@ -151,7 +160,7 @@ func run(cfg config) error {
 	host := cfg.ollamaHost.String()
 	ollama := chat.NewOllamaClient(cfg.ollamaHost)
 	rt := chat.New(store, ollama, chat.NewModels(ollama, host, cfg.defaultModel, cfg.maxCtx), chat.Config{
-		Instance: cfg.instance, OllamaHost: host, PerUserRuns: cfg.userRuns,
+		Instance: cfg.instance, OllamaHost: host, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt,
 	})
 	if err := rt.Start(ctx); err != nil {
 		return err
