@@ -81,7 +81,15 @@ func (d *DB) ImportThread(ctx context.Context, user, workspace int64, in Importe
 		if len(ids) == 0 {
 			return nil
 		}
+		// Without a named active message, the last one that is not a
+		// compaction node (those hang beside the conversation).
 		leaf := ids[len(ids)-1]
+		for i := len(in.Messages) - 1; i >= 0; i-- {
+			if in.Messages[i].Role != "system" || in.Messages[i].Parent < 0 {
+				leaf = ids[i]
+				break
+			}
+		}
 		if in.ActiveLeaf >= 0 && in.ActiveLeaf < len(ids) {
 			leaf = ids[in.ActiveLeaf]
 		}
