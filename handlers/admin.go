@@ -22,7 +22,6 @@ type admin struct {
 }
 
 func (h *admin) show(w http.ResponseWriter, r *http.Request) {
-	u, _ := currentUser(r)
 	mode, err := h.store.Setting(r.Context(), "signup_mode", db.SignupOpen)
 	if err != nil {
 		serverError(w, r, err)
@@ -33,17 +32,7 @@ func (h *admin) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	ws, err := h.shell.currentWorkspace(r, u.ID)
-	if err != nil {
-		serverError(w, r, err)
-		return
-	}
-	s, err := h.shell.build(r.Context(), u, ws, 0, "Administration")
-	if err != nil {
-		serverError(w, r, err)
-		return
-	}
-	render(w, r, http.StatusOK, views.Page("Administration", views.App(s, views.AdminPage(mode, prompt, r.URL.Query().Has("saved")))))
+	h.shell.page(w, r, http.StatusOK, "Administration", views.AdminPage(mode, prompt, r.URL.Query().Has("saved")))
 }
 
 func (h *admin) setSignup(w http.ResponseWriter, r *http.Request) {

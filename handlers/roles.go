@@ -10,8 +10,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/a-h/templ"
-
 	"weft/db"
 	"weft/views"
 )
@@ -42,7 +40,7 @@ func (h *roles) renderList(w http.ResponseWriter, r *http.Request, status int, f
 		serverError(w, r, err)
 		return
 	}
-	h.page(w, r, status, "Roles", views.RolesPage(all, form, errMsg))
+	h.shell.page(w, r, status, "Roles", views.RolesPage(all, form, errMsg))
 }
 
 func (h *roles) create(w http.ResponseWriter, r *http.Request) {
@@ -87,7 +85,7 @@ func (h *roles) renderRole(w http.ResponseWriter, r *http.Request, status int, r
 		serverError(w, r, err)
 		return
 	}
-	h.page(w, r, status, "Role "+role.Name, views.RolePage(role, form, errMsg, n))
+	h.shell.page(w, r, status, "Role "+role.Name, views.RolePage(role, form, errMsg, n))
 }
 
 func (h *roles) update(w http.ResponseWriter, r *http.Request) {
@@ -128,21 +126,6 @@ func (h *roles) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, "/roles")
-}
-
-func (h *roles) page(w http.ResponseWriter, r *http.Request, status int, title string, body templ.Component) {
-	u, _ := currentUser(r)
-	ws, err := h.shell.currentWorkspace(r, u.ID)
-	if err != nil {
-		serverError(w, r, err)
-		return
-	}
-	s, err := h.shell.build(r.Context(), u, ws, 0, title)
-	if err != nil {
-		serverError(w, r, err)
-		return
-	}
-	render(w, r, status, views.Page(title, views.App(s, body)))
 }
 
 // parseRole reads a role form. msg says what is wrong (empty: nothing).

@@ -25,17 +25,7 @@ func (h *settings) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	ws, err := h.shell.currentWorkspace(r, u.ID)
-	if err != nil {
-		serverError(w, r, err)
-		return
-	}
-	s, err := h.shell.build(r.Context(), u, ws, 0, "Settings")
-	if err != nil {
-		serverError(w, r, err)
-		return
-	}
-	render(w, r, http.StatusOK, views.Page("Settings", views.App(s, views.SettingsPage(text, r.URL.Query().Has("saved")))))
+	h.shell.page(w, r, http.StatusOK, "Settings", views.SettingsPage(text, r.URL.Query().Has("saved")))
 }
 
 func (h *settings) setInstructions(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/alexedwards/scs/v2"
 
 	"weft/db"
@@ -80,6 +81,23 @@ func (s *shell) build(ctx context.Context, u db.User, ws db.Workspace, activeThr
 		Models: s.models.ChatModels(ctx), Notice: s.models.Problem(ctx),
 		Flash: s.sessions.PopString(ctx, sessionFlash),
 	}, nil
+}
+
+// page renders body as the main column of a signed-in page about the
+// current workspace.
+func (s *shell) page(w http.ResponseWriter, r *http.Request, status int, title string, body templ.Component) {
+	u, _ := currentUser(r)
+	ws, err := s.currentWorkspace(r, u.ID)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	sh, err := s.build(r.Context(), u, ws, 0, title)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	render(w, r, status, views.Page(title, views.App(sh, body)))
 }
 
 // defaultModel is the model a new thread in ws starts with.
