@@ -59,7 +59,7 @@ func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, err
 		Title:        provisionalTitle(content),
 		Model:        model,
 		Content:      content,
-		Kind:         "chat",
+		Kind:         "",
 		SetRole:      in.SetRole,
 		RoleID:       in.RoleID,
 		SettingsFrom: in.From,
@@ -79,7 +79,7 @@ func (rt *Runtime) startIfNext(sent *db.Sent) {
 // sibling answer (retry after an error, or regenerate); model "" keeps the
 // thread's model.
 func (rt *Runtime) Retry(ctx context.Context, user, assistantMsg int64, model string) (db.Sent, error) {
-	return rt.queued(rt.store.RetryAnswer(ctx, user, assistantMsg, "chat", model))
+	return rt.queued(rt.store.RetryAnswer(ctx, user, assistantMsg, "", model))
 }
 
 // Edit stores a new version of a user message as its sibling and answers it.
@@ -88,12 +88,12 @@ func (rt *Runtime) Edit(ctx context.Context, user, message int64, content string
 	if err != nil {
 		return db.Sent{}, err
 	}
-	return rt.queued(rt.store.EditMessage(ctx, user, message, content, "chat"))
+	return rt.queued(rt.store.EditMessage(ctx, user, message, content, ""))
 }
 
 // Continue goes on writing a stopped or interrupted answer.
 func (rt *Runtime) Continue(ctx context.Context, user, assistantMsg int64) (db.Sent, error) {
-	return rt.queued(rt.store.ContinueAnswer(ctx, user, assistantMsg, "chat"))
+	return rt.queued(rt.store.ContinueAnswer(ctx, user, assistantMsg, ""))
 }
 
 // DeleteMessage removes a message and its subtree; answers being written

@@ -39,9 +39,14 @@ const summaryTokens = 512
 const keepShare = 0.5
 
 // needsCompaction reports whether the request should be compacted before
-// it is sent: it does not fit, or fills the window past the ratio.
+// it is sent: it does not fit, or fills the window past the ratio — and
+// summarizing can help, that is the fixed parts (system prompt, role, notes,
+// sources) leave room for turns.
 func (a Assembly) needsCompaction(ratio float64) bool {
 	if !a.Sources.Thread.Compaction {
+		return false
+	}
+	if a.SystemTokens >= int(float64(a.Budget)*keepShare) {
 		return false
 	}
 	return a.Estimate > a.Budget || a.Fill() > ratio

@@ -65,6 +65,9 @@ type Assembly struct {
 	Sources       db.ContextSources
 	Summary       *db.Message  // the compaction node whose summary was sent
 	Compacted     *db.Message  // a compaction node written for this very request
+	// CompactionFailed: older turns should have been summarized first, but
+	// the summary could not be written.
+	CompactionFailed bool
 	Turns         []db.Message // the path messages sent after the system prompt
 	SystemTokens  int          // estimated tokens of the system message
 }
@@ -169,18 +172,19 @@ func systemPrompt(cs db.ContextSources, summary *db.Message, routeContext string
 	return strings.Join(parts, "\n\n")
 }
 
-// contextWindow is num_ctx: the thread's own setting, else the role's, else
-// the instance's cap — never more than the model's context length.
+// contextWindow is num_ctx: the model's context length capped by the
+// instance's maximum (an admin's guard for the machine's memory), then by
+// the thread's own setting, else the role's.
 func contextWindow(window, instanceMax int, role *db.Role, threadNumCtx int) int {
 	n := instanceMax
+	if window > 0 && window < n {
+		n = window
+	}
 	switch {
 	case threadNumCtx > 0:
-		n = threadNumCtx
+		n = min(n, threadNumCtx)
 	case role != nil && role.Params.NumCtx != nil && *role.Params.NumCtx > 0:
-		n = *role.Params.NumCtx
-	}
-	if window > 0 && n > window {
-		n = window
+		n = min(n, *role.Params.NumCtx)
 	}
 	return max(n, minNumCtx)
 }
@@ -264,6 +268,11 @@ func (rt *Runtime) observe(ctx context.Context, a Assembly, promptEval int) (tru
 	if truncatedPrompt(a, promptEval) {
 		return true
 	}
+	if float64(promptEval) >= 0.9*float64(a.NumCtx) {
+		// At the edge of the window the count may be of a cut prompt: it
+		// says nothing reliable about the characters sent.
+		return false
+	}
 	chars := 0
 	for _, m := range a.Messages {
 		chars += utf8.RuneCountInString(m.Content)
@@ -275,6 +284,11 @@ func (rt *Runtime) observe(ctx context.Context, a Assembly, promptEval int) (tru
 	cpt := float64(chars) / float64(tokens)
 	if cpt < minCharsPerToken || cpt > maxCharsPerToken {
 		return false
+	}
+	if a.Calibrated {
+		// One answer (one user's language or code) moves the shared value
+		// at most by half or double.
+		cpt = min(max(cpt, a.CharsPerToken/2), a.CharsPerToken*2)
 	}
 	if err := rt.store.Calibrate(ctx, canonicalModel(a.Model), cpt); err != nil && !errors.Is(err, context.Canceled) {
 		slog.Warn("calibrate", "model", a.Model, "err", err)
@@ -288,6 +302,11 @@ func (rt *Runtime) observe(ctx context.Context, a Assembly, promptEval int) (tru
 // prompt estimated over the window counts.
 func truncatedPrompt(a Assembly, promptEval int) bool {
 	e, n, p := float64(a.Estimate), float64(a.NumCtx), float64(promptEval)
+	if p >= 0.97*n {
+		// A prompt that fills the window to the brim was most likely cut to
+		// fit, whatever the estimate said.
+		return true
+	}
 	if !a.Calibrated {
 		return e > n && p < 0.9*e
 	}

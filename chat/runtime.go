@@ -314,6 +314,9 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 		if a.Compacted != nil {
 			fin.Usage["compaction_id"] = a.Compacted.ID
 		}
+		if a.CompactionFailed {
+			fin.Usage["compaction_failed"] = true
+		}
 		lastFlush := time.Now()
 		thinkingPhase := false
 		chatErr = rt.llm.Chat(ctx, req, func(resp api.ChatResponse) error {
@@ -437,6 +440,7 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 			return a, a.Sources.Thread, ctx.Err()
 		}
 		slog.Warn("automatic compaction", "run", r.ID, "err", err)
+		a.CompactionFailed = true
 		return a, a.Sources.Thread, nil
 	}
 	b, err := rt.Assemble(ctx, req)

@@ -79,7 +79,7 @@ func (d *DB) Branches(ctx context.Context, user, thread int64, msgs []Message) (
 // starts.
 const newestLeafSQL = `WITH RECURSIVE down AS (
 		SELECT m.id, m.thread_id, 0 AS depth FROM messages m JOIN threads t ON t.id = m.thread_id
-		WHERE m.id = $1 AND t.owner_id = $2
+		WHERE m.id = $1 AND t.owner_id = $2 AND NOT (m.role = 'system' AND m.metadata->>'kind' = 'compaction')
 		UNION ALL
 		SELECT c.id, c.thread_id, down.depth + 1 FROM down
 		JOIN LATERAL (SELECT id, thread_id FROM messages WHERE parent_id = down.id AND role <> 'system'
@@ -184,6 +184,12 @@ func (d *DB) ContinueAnswer(ctx context.Context, user, message int64, kind strin
 		model := metaModel(m.Metadata)
 		if model == "" {
 			model = out.Thread.Model
+		}
+		if kind == "" {
+			// The answer goes on by the route that began it.
+			if kind = metaRoute(m.Metadata); kind == "" {
+				kind = RouteChat
+			}
 		}
 		rows, err = tx.Query(ctx, `INSERT INTO runs (thread_id, owner_id, kind, user_message_id, assistant_message_id, model, continues)
 			VALUES ($1, $2, $3, $4, $5, $6, true) RETURNING `+runCols, out.Thread.ID, user, kind, *m.ParentID, m.ID, model)
@@ -344,6 +350,14 @@ func (d *DB) ArchivedThreads(ctx context.Context, user, workspace int64, limit i
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByName[ThreadSummary])
+}
+
+func metaRoute(meta []byte) string {
+	var m struct {
+		Route string `json:"route"`
+	}
+	_ = json.Unmarshal(meta, &m)
+	return m.Route
 }
 
 func metaModel(meta []byte) string {

@@ -152,7 +152,10 @@ func parseRole(r *http.Request) (f views.RoleForm, in db.RoleInput, msg string) 
 	floatParam(f.RepeatPenalty, "Repeat penalty", 0, 2, &p.RepeatPenalty, &errs)
 	intParam(f.Seed, "Seed", math.MinInt32, math.MaxInt32, &p.Seed, &errs)
 	intParam(f.NumCtx, "Context window", 256, 1<<20, &p.NumCtx, &errs)
-	intParam(f.NumPredict, "Answer length", -1, 1<<20, &p.NumPredict, &errs)
+	intParam(f.NumPredict, "Answer length", -2, 1<<20, &p.NumPredict, &errs)
+	if p.NumPredict != nil && *p.NumPredict == 0 {
+		errs = append(errs, "Answer length 0 would make every answer empty (use -1 for no limit, -2 to fill the context)")
+	}
 	for _, s := range strings.Split(f.Stop, "\n") {
 		if s = strings.TrimSpace(s); s != "" {
 			p.Stop = append(p.Stop, s)

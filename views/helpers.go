@@ -37,6 +37,7 @@ type messageMeta struct {
 		Truncated       bool    `json:"truncated"`
 		Estimated       int     `json:"estimated_prompt_tokens"`
 		CompactionID    int64   `json:"compaction_id"`
+		CompactionFail  bool    `json:"compaction_failed"`
 	} `json:"usage"`
 	Covers int  `json:"covers"` // compaction nodes: messages summarized
 	Auto   bool `json:"auto"`
@@ -60,6 +61,8 @@ func runStatusLabel(s string) string {
 		return "Answering…"
 	case "waiting":
 		return "Waiting for you"
+	case "compacting":
+		return "Summarizing earlier messages…"
 	}
 	return s
 }
