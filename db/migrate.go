@@ -4,12 +4,16 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 )
 
 //go:embed migrations/*.sql
@@ -104,10 +108,24 @@ func (d *DB) Migrate(ctx context.Context) ([]int, error) {
 		}
 		applied = append(applied, m.version)
 	}
+	// The job queue's own tables (River), migrated by River's migrator under
+	// the same lock.
+	migrator, err := rivermigrate.New(riverpgxv5.New(d.Pool), &rivermigrate.Config{Logger: quietLogger()})
+	if err != nil {
+		return applied, fmt.Errorf("job queue migrations: %w", err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return applied, fmt.Errorf("job queue migrations: %w", err)
+	}
 	if len(applied) > 0 {
 		// Types created by a migration (vector) must be known to connections
 		// opened before it: start the pool afresh.
 		d.Pool.Reset()
 	}
 	return applied, nil
+}
+
+// quietLogger keeps River's migrator from logging every step at INFO.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

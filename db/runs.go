@@ -72,6 +72,10 @@ type Send struct {
 	// SettingsFrom, for a new thread, copies the model (unless Model is
 	// set), role, notes and context settings of one of the user's threads.
 	SettingsFrom int64
+	// SetKBs attaches exactly KBs (knowledge bases of the thread's
+	// workspace) before the route is chosen.
+	SetKBs bool
+	KBs    []int64
 }
 
 // Sent is what a send created.
@@ -128,6 +132,11 @@ func (d *DB) SendMessage(ctx context.Context, user int64, s Send) (Sent, error) 
 				out.Thread.RoleID = s.RoleID
 			}
 		}
+		if s.SetKBs {
+			if err := setThreadKBs(ctx, tx, user, out.Thread.ID, s.KBs); err != nil {
+				return err
+			}
+		}
 		t := out.Thread
 		if out.User, err = insertMessage(ctx, tx, t.ID, t.ActiveLeafID, "user", s.Content, MsgComplete, nil); err != nil {
 			return err
@@ -144,6 +153,12 @@ func (d *DB) SendMessage(ctx context.Context, user int64, s Send) (Sent, error) 
 func insertAnswer(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64, kind, model string) (Message, Run, error) {
 	if model == "" {
 		model = t.Model
+	}
+	if kind == "" {
+		var err error
+		if kind, err = routeOf(ctx, tx, t); err != nil {
+			return Message{}, Run{}, err
+		}
 	}
 	meta := map[string]any{"route": kind, "model": model}
 	m, err := insertMessage(ctx, tx, t.ID, &userMsg, "assistant", "", MsgStreaming, meta)
@@ -414,4 +429,24 @@ func prefixed(p, cols string) string {
 		out += p + c
 	}
 	return out
+}
+
+// Routes that answer a message.
+const (
+	RouteChat = "chat"
+	RouteRAG  = "rag"
+)
+
+// routeOf chooses the route of a new answer from the thread's state, in the
+// transaction that creates it: knowledge bases attached → rag, else chat.
+// (Every user message has text; files-only input arrives with attachments.)
+func routeOf(ctx context.Context, tx pgx.Tx, t Thread) (string, error) {
+	var hasKB bool
+	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM thread_kbs WHERE thread_id = $1)", t.ID).Scan(&hasKB); err != nil {
+		return "", err
+	}
+	if hasKB {
+		return RouteRAG, nil
+	}
+	return RouteChat, nil
 }

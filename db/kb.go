@@ -1,0 +1,377 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+)
+
+// KnowledgeBase is a set of documents in a workspace, searchable by
+// meaning (embeddings) and by words (full text).
+type KnowledgeBase struct {
+	ID            int64     `db:"id"`
+	WorkspaceID   int64     `db:"workspace_id"`
+	OwnerID       int64     `db:"owner_id"`
+	Name          string    `db:"name"`
+	EmbedModel    string    `db:"embed_model"`
+	Dims          int       `db:"dims"`
+	ChunkSize     int       `db:"chunk_size"`
+	ChunkOverlap  int       `db:"chunk_overlap"`
+	TopK          int       `db:"top_k"`
+	MinSimilarity float64   `db:"min_similarity"`
+	Generation    int       `db:"generation"`
+	PendingModel  string    `db:"pending_model"`
+	PendingDims   int       `db:"pending_dims"`
+	PendingError  string    `db:"pending_error"`
+	CreatedAt     time.Time `db:"created_at"`
+	UpdatedAt     time.Time `db:"updated_at"`
+}
+
+const kbCols = `id, workspace_id, owner_id, name, embed_model, dims, chunk_size, chunk_overlap, top_k,
+	min_similarity, generation, pending_model, pending_dims, pending_error, created_at, updated_at`
+
+// Document statuses.
+const (
+	DocQueued     = "queued"
+	DocProcessing = "processing"
+	DocReady      = "ready"
+	DocFailed     = "failed"
+)
+
+// Document is a file of a knowledge base.
+type Document struct {
+	ID        int64     `db:"id"`
+	KBID      int64     `db:"kb_id"`
+	OwnerID   int64     `db:"owner_id"`
+	Name      string    `db:"name"`
+	SHA256    string    `db:"sha256"`
+	Size      int64     `db:"size"`
+	Format    string    `db:"format"`
+	Status    string    `db:"status"`
+	Error     string    `db:"error"`
+	Progress  float32   `db:"progress"`
+	Chunks    int       `db:"chunks"`
+	CreatedAt time.Time `db:"created_at"`
+	UpdatedAt time.Time `db:"updated_at"`
+}
+
+const docCols = "id, kb_id, owner_id, name, sha256, size, format, status, error, progress, chunks, created_at, updated_at"
+
+// KBInput is what a user sets on a knowledge base.
+type KBInput struct {
+	Name          string
+	EmbedModel    string
+	Dims          int
+	ChunkSize     int
+	ChunkOverlap  int
+	TopK          int
+	MinSimilarity float64
+}
+
+// CreateKB adds a knowledge base to one of the user's active workspaces. A
+// name already used in the workspace is ErrConflict.
+func (d *DB) CreateKB(ctx context.Context, user, workspace int64, in KBInput) (KnowledgeBase, error) {
+	var kb KnowledgeBase
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `INSERT INTO knowledge_bases (workspace_id, owner_id, name, embed_model, dims)
+			SELECT id, owner_id, $3, $4, $5 FROM workspaces WHERE id = $1 AND owner_id = $2 AND status = 'active'
+			RETURNING `+kbCols, workspace, user, in.Name, in.EmbedModel, in.Dims)
+		if err != nil {
+			return err
+		}
+		if kb, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[KnowledgeBase]); err != nil {
+			return err
+		}
+		return ensureVectorIndex(ctx, tx, in.Dims)
+	})
+	return kb, mapErr(err)
+}
+
+// ensureVectorIndex creates the partial HNSW index for one embedding
+// dimension (cosine distance) if it does not exist yet. Every retrieval query
+// for that dimension names the same expression and predicate, so it is used.
+func ensureVectorIndex(ctx context.Context, q querier, dims int) error {
+	if dims <= 0 || dims > 16000 {
+		return fmt.Errorf("db: embedding dimension %d out of range", dims)
+	}
+	// dims is an int: formatting it into DDL cannot inject anything.
+	_, err := q.Exec(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS kb_chunks_hnsw_%[1]d ON kb_chunks
+		USING hnsw ((embedding::vector(%[1]d)) vector_cosine_ops) WHERE dims = %[1]d`, dims))
+	return err
+}
+
+// KBs lists the knowledge bases of one of the user's workspaces.
+func (d *DB) KBs(ctx context.Context, user, workspace int64) ([]KnowledgeBase, error) {
+	rows, err := d.Pool.Query(ctx, "SELECT "+kbCols+` FROM knowledge_bases
+		WHERE workspace_id = $1 AND owner_id = $2 ORDER BY lower(name), id`, workspace, user)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[KnowledgeBase])
+}
+
+// KB returns one of the user's knowledge bases.
+func (d *DB) KB(ctx context.Context, user, id int64) (KnowledgeBase, error) {
+	rows, err := d.Pool.Query(ctx, "SELECT "+kbCols+" FROM knowledge_bases WHERE id = $1 AND owner_id = $2", id, user)
+	if err != nil {
+		return KnowledgeBase{}, err
+	}
+	kb, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[KnowledgeBase])
+	return kb, mapErr(err)
+}
+
+// RenameKB renames one of the user's knowledge bases.
+func (d *DB) RenameKB(ctx context.Context, user, id int64, name string) error {
+	return execOne(ctx, d.Pool, "UPDATE knowledge_bases SET name = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, name)
+}
+
+// UpdateKBSettings stores chunking and retrieval settings. New chunk sizes
+// apply to documents added afterwards.
+func (d *DB) UpdateKBSettings(ctx context.Context, user, id int64, in KBInput) error {
+	return execOne(ctx, d.Pool, `UPDATE knowledge_bases SET chunk_size = $3, chunk_overlap = $4, top_k = $5,
+		min_similarity = $6, updated_at = now() WHERE id = $1 AND owner_id = $2`,
+		id, user, in.ChunkSize, in.ChunkOverlap, in.TopK, in.MinSimilarity)
+}
+
+// ThreadRef names a thread (for "these threads use it" confirmations).
+type ThreadRef struct {
+	ID    int64  `db:"id"`
+	Title string `db:"title"`
+}
+
+// KBThreads lists the user's threads a knowledge base is attached to.
+func (d *DB) KBThreads(ctx context.Context, user, kb int64) ([]ThreadRef, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT t.id, t.title FROM thread_kbs tk JOIN threads t ON t.id = tk.thread_id
+		WHERE tk.kb_id = $1 AND t.owner_id = $2 ORDER BY t.last_activity_at DESC`, kb, user)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[ThreadRef])
+}
+
+// DeleteKB removes a knowledge base with its documents, files, chunks and
+// vectors in one transaction; the threads that used it are detached (never
+// deleted) and returned.
+func (d *DB) DeleteKB(ctx context.Context, user, id int64) ([]ThreadRef, error) {
+	var detached []ThreadRef
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		var ok bool
+		if err := tx.QueryRow(ctx, "SELECT true FROM knowledge_bases WHERE id = $1 AND owner_id = $2 FOR UPDATE", id, user).Scan(&ok); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT t.id, t.title FROM thread_kbs tk JOIN threads t ON t.id = tk.thread_id
+			WHERE tk.kb_id = $1 ORDER BY t.id`, id)
+		if err != nil {
+			return err
+		}
+		if detached, err = pgx.CollectRows(rows, pgx.RowToStructByName[ThreadRef]); err != nil {
+			return err
+		}
+		// Chunks, documents, files and attachments to threads cascade.
+		_, err = tx.Exec(ctx, "DELETE FROM knowledge_bases WHERE id = $1", id)
+		return err
+	})
+	return detached, mapErr(err)
+}
+
+// NewDocument is an uploaded file.
+type NewDocument struct {
+	Name   string
+	SHA256 string
+	Data   []byte
+}
+
+// ErrDuplicate marks a document whose content the knowledge base already has.
+var ErrDuplicate = fmt.Errorf("db: duplicate document")
+
+// AddDocument stores an uploaded file as a queued document and calls
+// enqueue in the same transaction, so the ingestion job exists exactly when
+// the document does. The same content twice is ErrDuplicate (with the
+// existing document).
+func (d *DB) AddDocument(ctx context.Context, user, kb int64, in NewDocument, enqueue func(tx pgx.Tx, doc Document) error) (Document, error) {
+	var doc Document
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `INSERT INTO kb_documents (kb_id, owner_id, name, sha256, size)
+			SELECT id, owner_id, $3, $4, $5 FROM knowledge_bases WHERE id = $1 AND owner_id = $2
+			ON CONFLICT (kb_id, sha256) DO NOTHING
+			RETURNING `+docCols, kb, user, in.Name, in.SHA256, len(in.Data))
+		if err != nil {
+			return err
+		}
+		doc, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document])
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Either the knowledge base is not the user's, or a duplicate.
+			rows, err := tx.Query(ctx, `SELECT `+prefixed("d.", docCols)+` FROM kb_documents d
+				JOIN knowledge_bases k ON k.id = d.kb_id WHERE d.kb_id = $1 AND k.owner_id = $2 AND d.sha256 = $3`, kb, user, in.SHA256)
+			if err != nil {
+				return err
+			}
+			if doc, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document]); err != nil {
+				return err
+			}
+			return ErrDuplicate
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO kb_document_files (document_id, data) VALUES ($1, $2)", doc.ID, in.Data); err != nil {
+			return err
+		}
+		return enqueue(tx, doc)
+	})
+	return doc, mapErr(err)
+}
+
+// Documents lists a knowledge base's documents, newest first.
+func (d *DB) Documents(ctx context.Context, user, kb int64) ([]Document, error) {
+	rows, err := d.Pool.Query(ctx, "SELECT "+docCols+` FROM kb_documents WHERE kb_id = $1 AND owner_id = $2
+		ORDER BY id DESC`, kb, user)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Document])
+}
+
+// Document returns one of the user's documents.
+func (d *DB) Document(ctx context.Context, user, id int64) (Document, error) {
+	rows, err := d.Pool.Query(ctx, "SELECT "+docCols+" FROM kb_documents WHERE id = $1 AND owner_id = $2", id, user)
+	if err != nil {
+		return Document{}, err
+	}
+	doc, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document])
+	return doc, mapErr(err)
+}
+
+// DeleteDocument removes a document with its file and chunks.
+func (d *DB) DeleteDocument(ctx context.Context, user, id int64) error {
+	return execOne(ctx, d.Pool, "DELETE FROM kb_documents WHERE id = $1 AND owner_id = $2", id, user)
+}
+
+// RequeueDocument puts a failed document back in the queue (enqueue runs in
+// the same transaction).
+func (d *DB) RequeueDocument(ctx context.Context, user, id int64, enqueue func(tx pgx.Tx, doc Document) error) error {
+	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE kb_documents SET status = 'queued', error = '', progress = 0, updated_at = now()
+			WHERE id = $1 AND owner_id = $2 AND status = 'failed' RETURNING `+docCols, id, user)
+		if err != nil {
+			return err
+		}
+		doc, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document])
+		if err != nil {
+			return err
+		}
+		return enqueue(tx, doc)
+	}))
+}
+
+// --- ingestion (jobs act for the document's owner; ids come from their own rows) ---
+
+// IngestTarget is what an ingestion job needs about its document.
+type IngestTarget struct {
+	Doc  Document
+	KB   KnowledgeBase
+	Data []byte
+}
+
+// StartIngest marks a document processing and returns it with its knowledge
+// base and bytes. ErrNotFound: the document was deleted meanwhile.
+func (d *DB) StartIngest(ctx context.Context, doc int64) (IngestTarget, error) {
+	var t IngestTarget
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE kb_documents SET status = 'processing', error = '', updated_at = now()
+			WHERE id = $1 RETURNING `+docCols, doc)
+		if err != nil {
+			return err
+		}
+		if t.Doc, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document]); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, "SELECT "+kbCols+" FROM knowledge_bases WHERE id = $1", t.Doc.KBID)
+		if err != nil {
+			return err
+		}
+		if t.KB, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[KnowledgeBase]); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, "SELECT data FROM kb_document_files WHERE document_id = $1", doc).Scan(&t.Data)
+	})
+	return t, mapErr(err)
+}
+
+// NewChunk is a chunk with its embedding, ready to store.
+type NewChunk struct {
+	Position  int
+	Text      string
+	Headings  []string
+	Heading   string
+	Page      int
+	Embedding []float32
+}
+
+// StoredPositions returns how many chunks of a document's generation are
+// stored (ingestion resumes after them).
+func (d *DB) StoredPositions(ctx context.Context, doc int64, generation int) (int, error) {
+	var n int
+	err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM kb_chunks WHERE document_id = $1 AND generation = $2", doc, generation).Scan(&n)
+	return n, err
+}
+
+// StoreChunks inserts a batch of a document's chunks (COPY) and records the
+// progress, in one transaction. Positions already stored (a resumed job)
+// are skipped by the caller.
+func (d *DB) StoreChunks(ctx context.Context, doc Document, generation, dims int, chunks []NewChunk, progress float32) error {
+	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		// The knowledge base may have switched to another embedding model
+		// (a new generation) since the job started: its vectors would not
+		// match. The job then starts again with the new model.
+		var current int
+		if err := tx.QueryRow(ctx, "SELECT generation FROM knowledge_bases WHERE id = $1 FOR SHARE", doc.KBID).Scan(&current); err != nil {
+			return err
+		}
+		if current != generation {
+			return ErrStaleGeneration
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"kb_chunks"},
+			[]string{"kb_id", "document_id", "owner_id", "generation", "position", "text", "headings", "heading", "page", "dims", "embedding"},
+			pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
+				c := chunks[i]
+				if len(c.Embedding) != dims {
+					return nil, fmt.Errorf("db: chunk %d has %d dimensions, the knowledge base %d", c.Position, len(c.Embedding), dims)
+				}
+				return []any{doc.KBID, doc.ID, doc.OwnerID, generation, c.Position, c.Text, c.Headings, c.Heading, c.Page, dims,
+					pgvector.NewVector(c.Embedding)}, nil
+			}))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE kb_documents SET progress = $2, chunks = (SELECT count(*) FROM kb_chunks WHERE document_id = $1 AND generation = $3),
+			updated_at = now() WHERE id = $1`, doc.ID, progress, generation)
+		return err
+	}))
+}
+
+// ErrStaleGeneration: the knowledge base changed its embedding model while
+// chunks of the old one were being stored.
+var ErrStaleGeneration = errors.New("db: the knowledge base changed its embedding model meanwhile")
+
+// SetDocumentFormat records what a document turned out to be.
+func (d *DB) SetDocumentFormat(ctx context.Context, doc int64, format string) error {
+	_, err := d.Pool.Exec(ctx, "UPDATE kb_documents SET format = $2 WHERE id = $1", doc, format)
+	return err
+}
+
+// FinishIngest settles a document: ready, or failed with a message for the
+// user.
+func (d *DB) FinishIngest(ctx context.Context, doc int64, failure string) error {
+	status := DocReady
+	if failure != "" {
+		status = DocFailed
+	}
+	_, err := d.Pool.Exec(ctx, `UPDATE kb_documents SET status = $2, error = $3,
+		progress = CASE WHEN $2 = 'ready' THEN 1 ELSE progress END, updated_at = now() WHERE id = $1`, doc, status, failure)
+	return err
+}
