@@ -22,6 +22,7 @@ import (
 	"weft/chat"
 	"weft/db"
 	"weft/handlers"
+	"weft/rag"
 )
 
 type config struct {
@@ -39,6 +40,9 @@ type config struct {
 	logFormat    string
 	maxBody      int64
 	compactAt    float64
+	embedModel   string
+	kbFileBytes  int64
+	uploadBytes  int64
 }
 
 func loadConfig() (config, error) {
@@ -52,9 +56,16 @@ func loadConfig() (config, error) {
 		tlsCert:      os.Getenv("WEFT_TLS_CERT"),
 		tlsKey:       os.Getenv("WEFT_TLS_KEY"),
 		logFormat:    env("WEFT_LOG_FORMAT", "text"),
+		embedModel:   env("WEFT_EMBED_MODEL", "nomic-embed-text"),
 	}
 	var err error
 	if c.maxBody, err = envInt[int64]("WEFT_MAX_BODY_BYTES", 1<<20, 1024); err != nil {
+		return c, err
+	}
+	if c.kbFileBytes, err = envInt[int64]("WEFT_KB_MAX_FILE_BYTES", 50<<20, 1024); err != nil {
+		return c, err
+	}
+	if c.uploadBytes, err = envInt[int64]("WEFT_KB_MAX_UPLOAD_BYTES", 512<<20, 1024); err != nil {
 		return c, err
 	}
 	if c.maxCtx, err = envInt("WEFT_MAX_NUM_CTX", 8192, 256); err != nil {
@@ -159,19 +170,29 @@ func run(cfg config) error {
 
 	host := cfg.ollamaHost.String()
 	ollama := chat.NewOllamaClient(cfg.ollamaHost)
+	kb, err := rag.New(store, ollama, rag.Config{OllamaHost: host, MaxFileBytes: cfg.kbFileBytes})
+	if err != nil {
+		return err
+	}
 	rt := chat.New(store, ollama, chat.NewModels(ollama, host, cfg.defaultModel, cfg.maxCtx), chat.Config{
-		Instance: cfg.instance, OllamaHost: host, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt,
+		Instance: cfg.instance, OllamaHost: host, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt, Retriever: kb,
 	})
 	if err := rt.Start(ctx); err != nil {
+		return err
+	}
+	// Ingestion jobs left by a previous life resume here.
+	if err := kb.Start(ctx); err != nil {
 		return err
 	}
 	if problem := rt.Models().Problem(ctx); problem != "" {
 		slog.Warn(problem)
 	}
 	srv := handlers.New(handlers.Config{
-		SecureCookies: cfg.tlsCert != "",
-		MaxBodyBytes:  cfg.maxBody,
-	}, store, rt)
+		SecureCookies:  cfg.tlsCert != "",
+		MaxBodyBytes:   cfg.maxBody,
+		MaxUploadBytes: cfg.uploadBytes,
+		EmbedModel:     cfg.embedModel,
+	}, store, rt, kb)
 	defer srv.Close()
 
 	hs := &http.Server{
@@ -201,6 +222,11 @@ func run(cfg config) error {
 	graceCtx, cancelGrace := context.WithTimeout(context.Background(), cfg.grace)
 	rt.Shutdown(graceCtx) // answers still running after the grace become interrupted
 	cancelGrace()
+	jobsCtx, cancelJobs := context.WithTimeout(context.Background(), 5*time.Second)
+	if err := kb.Stop(jobsCtx); err != nil { // unfinished ingestion resumes on the next start
+		slog.Warn("stop ingestion jobs", "err", err)
+	}
+	cancelJobs()
 	srv.StartShutdown() // open event streams end; browsers reconnect elsewhere
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

@@ -38,6 +38,9 @@ type Input struct {
 	// From, for a new thread, copies the settings of one of the user's
 	// threads (the /new command).
 	From int64
+	// SetKBs attaches exactly KBs to the thread (the composer's kb field).
+	SetKBs bool
+	KBs    []int64
 }
 
 // Send validates and stores a user message with the assistant message and
@@ -63,6 +66,8 @@ func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, err
 		SetRole:      in.SetRole,
 		RoleID:       in.RoleID,
 		SettingsFrom: in.From,
+		SetKBs:       in.SetKBs,
+		KBs:          in.KBs,
 	})
 	return rt.queued(sent, err)
 }

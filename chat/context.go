@@ -68,6 +68,11 @@ type Assembly struct {
 	// CompactionFailed: older turns should have been summarized first, but
 	// the summary could not be written.
 	CompactionFailed bool
+	// RAGSources are the retrieved sources sent in the route context (rag).
+	RAGSources []db.Source
+	// Direct is an answer given without asking the model (a rag question
+	// with nothing relevant in the knowledge base).
+	Direct string
 	Turns         []db.Message // the path messages sent after the system prompt
 	SystemTokens  int          // estimated tokens of the system message
 }

@@ -183,3 +183,16 @@ func (m *Models) ContextLength(ctx context.Context, name string) int {
 	}
 	return 0
 }
+
+// EmbedModels lists the names of models that make embeddings, for knowledge
+// bases.
+func (m *Models) EmbedModels(ctx context.Context) []string {
+	all, _ := m.List(ctx)
+	var out []string
+	for _, md := range all {
+		if md.Has("embedding") {
+			out = append(out, md.Name)
+		}
+	}
+	return out
+}

@@ -37,6 +37,8 @@ type Store interface {
 	AddCompaction(ctx context.Context, user, through int64, summary string, meta map[string]any) (db.Message, error)
 	Calibration(ctx context.Context, model string) (float64, int, error)
 	Calibrate(ctx context.Context, model string, charsPerToken float64) error
+	ThreadKBs(ctx context.Context, user, thread int64) ([]db.KnowledgeBase, error)
+	SetSources(ctx context.Context, msg int64, sources any) error
 	Heartbeat(ctx context.Context, instance string) error
 	InterruptOrphanedRuns(ctx context.Context, self string, staleAfter time.Duration) ([]db.Run, error)
 }
@@ -55,6 +57,9 @@ type Config struct {
 	HeartbeatEvery time.Duration // default 5s
 	StaleAfter     time.Duration // an instance silent this long is dead (default 20s)
 	MaxPath        int           // messages of the path sent to the model (default 10,000)
+	// Retriever searches knowledge bases for the rag route (nil: rag
+	// answers say that retrieval is unavailable).
+	Retriever Retriever
 	// CompactAt is the context fill (estimated prompt / num_ctx) past which
 	// older turns are summarized before sending (default 0.85; 1 or more:
 	// only when the prompt does not fit).
@@ -299,10 +304,15 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 
 	a, thread, chatErr := rt.prepare(ctx, lr, r)
 	model := a.Model
-	if chatErr == nil && model == "" {
+	if chatErr == nil && model == "" && a.Direct == "" {
 		chatErr = ErrNoModel
 	}
-	if chatErr == nil {
+	if chatErr == nil && a.Direct != "" {
+		// Answered without the model (nothing relevant in the knowledge base).
+		lr.append(EventDelta, a.Direct)
+		done = true
+		fin.Meta = map[string]any{"nothing_found": true}
+	} else if chatErr == nil {
 		req := &api.ChatRequest{
 			Model:    model,
 			Messages: a.Messages,
@@ -343,6 +353,9 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 	}
 
 	fin.Content, fin.Thinking = lr.text()
+	if a.RAGSources != nil {
+		fin.Sources = markCited(a.RAGSources, fin.Content)
+	}
 	switch {
 	case done:
 		fin.RunStatus, fin.MsgStatus = db.RunCompleted, db.MsgComplete
@@ -416,10 +429,27 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 		}
 		req.Partial = &partial
 	}
+	var sources []db.Source
+	if r.Kind == db.RouteRAG {
+		kbs, found, direct, err := rt.retrieve(ctx, lr, r, req.Partial)
+		if err != nil {
+			return Assembly{}, db.Thread{}, err
+		}
+		if direct != "" {
+			a := Assembly{Direct: direct}
+			a.Sources.Thread, err = rt.store.Thread(ctx, r.OwnerID, r.ThreadID)
+			return a, a.Sources.Thread, err
+		}
+		if len(kbs) > 0 {
+			sources = found
+			req.RouteContext = ragContext(kbs, sources)
+		}
+	}
 	a, err := rt.Assemble(ctx, req)
 	if err != nil {
 		return a, a.Sources.Thread, err
 	}
+	a.RAGSources = sources
 	if a.Model == "" || !a.needsCompaction(rt.cfg.CompactAt) {
 		return a, a.Sources.Thread, nil
 	}
@@ -445,6 +475,7 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 	}
 	b, err := rt.Assemble(ctx, req)
 	b.Compacted = &node
+	b.RAGSources = sources
 	return b, b.Sources.Thread, err
 }
 
@@ -483,7 +514,10 @@ func (rt *Runtime) describe(err error, model string) string {
 	var se api.StatusError
 	var ue *url.Error
 	var ne net.Error
+	var uf userFacing
 	switch {
+	case errors.As(err, &uf):
+		return uf.msg
 	case err == nil:
 		return "The model server ended the answer before it was complete."
 	case errors.Is(err, ErrNoModel):

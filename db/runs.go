@@ -315,6 +315,8 @@ type Finish struct {
 	Thinking  string
 	Error     string
 	Usage     map[string]any // also stored on the message's metadata
+	Sources   []Source       // rag: the sources, marked as cited or not (nil: unchanged)
+	Meta      map[string]any // more metadata keys for the answer (nil: none)
 }
 
 // FinishRun records the end of a run and its answer in one transaction and
@@ -325,12 +327,20 @@ func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, 
 	if usage == nil {
 		usage = map[string]any{}
 	}
+	extra := map[string]any{}
+	for k, v := range f.Meta {
+		extra[k] = v
+	}
+	if f.Sources != nil {
+		extra["sources"] = f.Sources
+	}
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE messages SET content = $2, status = $3, error = $4,
 				metadata = metadata || jsonb_build_object('usage', $5::jsonb)
-					|| CASE WHEN $6 = '' THEN '{}'::jsonb ELSE jsonb_build_object('thinking', $6::text) END,
+					|| CASE WHEN $6 = '' THEN '{}'::jsonb ELSE jsonb_build_object('thinking', $6::text) END
+					|| $7::jsonb,
 				updated_at = now()
-			WHERE id = $1 RETURNING `+messageCols, msg, f.Content, f.MsgStatus, f.Error, usage, f.Thinking)
+			WHERE id = $1 RETURNING `+messageCols, msg, f.Content, f.MsgStatus, f.Error, usage, f.Thinking, extra)
 		if err != nil {
 			return err
 		}

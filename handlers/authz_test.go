@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"weft/db"
 	"weft/handlers"
 	"weft/internal/testenv"
@@ -74,6 +76,32 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		return r
 	}
 	RL := fmt.Sprint(newRole("Editor").ID)
+	kbN := 0
+	newKB := func() db.KnowledgeBase {
+		kbN++
+		kb, err := store.CreateKB(ctx, u.ID, ws.ID, db.KBInput{Name: fmt.Sprint("KB ", kbN), EmbedModel: "embedder", Dims: 256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kb
+	}
+	noJob := func(pgx.Tx, db.Document) error { return nil }
+	newDoc := func(kb int64) db.Document {
+		kbN++
+		d, err := store.AddDocument(ctx, u.ID, kb, db.NewDocument{Name: "a.txt", SHA256: fmt.Sprint("sum", kbN), Data: []byte("text")}, noJob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	theKB := newKB()
+	K := fmt.Sprint(theKB.ID)
+	D := fmt.Sprint(newDoc(theKB.ID).ID)
+	freshKB := func() string { return fmt.Sprintf("/kb/%d/delete", newKB().ID) }
+	freshDoc := func() string { return fmt.Sprintf("/kb/%s/documents/%d/delete", K, newDoc(theKB.ID).ID) }
+	if err := store.SetSources(ctx, *first.AssistantMessageID, []db.Source{{N: 1, Document: "a.txt", Text: "text"}}); err != nil {
+		t.Fatal(err)
+	}
 	roleN := 0
 	freshRole := func() string { roleN++; return fmt.Sprintf("/roles/%d/delete", newRole(fmt.Sprint("Gone ", roleN)).ID) }
 
@@ -136,6 +164,19 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/roles/{id}/delete", "", nil, freshRole, want{303, 404, login}},
 		{"GET", "/settings", "/settings", nil, nil, want{200, 200, login}},
 		{"POST", "/settings/instructions", "/settings/instructions", url.Values{"instructions": {"I am a chemist."}}, nil, want{303, 303, login}},
+		{"GET", "/kb", "/kb", nil, nil, want{200, 200, login}},
+		{"POST", "/kb", "/kb", url.Values{"name": {"Docs"}, "embed_model": {"embedder"}}, nil, want{303, 303, login}},
+		{"GET", "/kb/{id}", "/kb/" + K + "?q=text", nil, nil, want{200, 404, login}},
+		{"GET", "/kb/{id}/documents", "/kb/" + K + "/documents", nil, nil, want{200, 404, login}},
+		{"POST", "/kb/{id}/upload", "/kb/" + K + "/upload", url.Values{"x": {"y"}}, nil, want{400, 404, login}},
+		{"POST", "/kb/{id}/rename", "/kb/" + K + "/rename", url.Values{"name": {"Renamed KB"}}, nil, want{303, 404, login}},
+		{"POST", "/kb/{id}/settings", "/kb/" + K + "/settings", url.Values{"top_k": {"5"}}, nil, want{303, 404, login}},
+		{"POST", "/kb/{id}/model", "/kb/" + K + "/model", url.Values{"embed_model": {"embedder-small"}}, nil, want{303, 404, login}},
+		{"POST", "/kb/{id}/documents/{doc}/retry", "/kb/" + K + "/documents/" + D + "/retry", nil, nil, want{303, 404, login}},
+		{"POST", "/kb/{id}/documents/{doc}/delete", "", nil, freshDoc, want{303, 404, login}},
+		{"POST", "/kb/{id}/delete", "", nil, freshKB, want{303, 404, login}},
+		{"GET", "/m/{id}/sources/{n}", "/m/" + M + "/sources/1", nil, nil, want{200, 404, login}},
+		{"POST", "/t/{id}/kbs", "/t/" + T + "/kbs", url.Values{"kb": {K}}, nil, want{303, 404, login}},
 		{"POST", "/login", "/login", url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, nil, want{401, 401, 401}},
 		{"POST", "/register", "/register", url.Values{"email": {"bad"}, "password": {"x"}}, nil, want{422, 422, 422}},
 		{"POST", "/logout", "/logout", nil, nil, want{login, login, login}},

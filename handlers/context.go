@@ -76,3 +76,49 @@ func (h *threads) context(w http.ResponseWriter, r *http.Request) {
 	}
 	render(w, r, http.StatusOK, views.ContextGauge(id, g.Estimate, g.NumCtx, g.Summarized))
 }
+
+// setKBs serves POST /t/{id}/kbs: the knowledge bases attached to the
+// thread (fields kb, one per id; none detaches all).
+func (h *threads) setKBs(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	id, ok := pathID(w, r, "id")
+	if !ok || !parseForm(w, r) {
+		return
+	}
+	kbs, ok := formIDs(w, r, "kb")
+	if !ok {
+		return
+	}
+	if err := h.store.SetThreadKBs(r.Context(), u.ID, id, kbs); err != nil {
+		storeError(w, r, err)
+		return
+	}
+	h.shell.sessions.Put(r.Context(), sessionFlash, kbFlash(len(kbs)))
+	redirect(w, r, fmt.Sprintf("/t/%d", id))
+}
+
+func kbFlash(n int) string {
+	if n == 0 {
+		return "No knowledge base is attached: answers come from the model alone."
+	}
+	return fmt.Sprintf("%d knowledge base(s) attached: answers search them and cite their sources.", n)
+}
+
+// formIDs reads a repeated id field (at most 50 values).
+func formIDs(w http.ResponseWriter, r *http.Request, field string) ([]int64, bool) {
+	vals := r.PostForm[field]
+	if len(vals) > 50 {
+		badRequest(w, r, "Too many values for "+field+".")
+		return nil, false
+	}
+	ids := make([]int64, 0, len(vals))
+	for _, v := range vals {
+		id, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || id <= 0 {
+			badRequest(w, r, "That knowledge base does not exist.")
+			return nil, false
+		}
+		ids = append(ids, id)
+	}
+	return ids, true
+}

@@ -12,6 +12,7 @@ import (
 type homeStore interface {
 	Thread(ctx context.Context, user, id int64) (db.Thread, error)
 	Roles(ctx context.Context, user int64) ([]db.Role, error)
+	KBs(ctx context.Context, user, workspace int64) ([]db.KnowledgeBase, error)
 }
 
 // home serves GET /: the current workspace with a composer for a new thread.
@@ -50,6 +51,10 @@ func (h *home) render(w http.ResponseWriter, r *http.Request, status int, u db.U
 		return
 	}
 	if c.Roles, err = h.store.Roles(r.Context(), u.ID); err != nil {
+		serverError(w, r, err)
+		return
+	}
+	if c.KBs, err = h.store.KBs(r.Context(), u.ID, ws.ID); err != nil {
 		serverError(w, r, err)
 		return
 	}

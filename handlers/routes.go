@@ -19,6 +19,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/rag"
 	"weft/static"
 )
 
@@ -27,6 +28,10 @@ type Config struct {
 	SecureCookies bool  // set the session cookie's Secure flag (served over TLS)
 	MaxBodyBytes  int64 // cap for ordinary request bodies
 	LoginLimit    LoginLimit
+	// MaxUploadBytes caps one knowledge base upload request (many files;
+	// each file also has its own limit). Default 512 MB.
+	MaxUploadBytes int64
+	EmbedModel     string // WEFT_EMBED_MODEL: preselected for new knowledge bases
 }
 
 // Server is Weft's HTTP handler.
@@ -60,9 +65,12 @@ func (s *Server) Close() {
 }
 
 // New wires the route table.
-func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
+func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service) *Server {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.MaxUploadBytes == 0 {
+		cfg.MaxUploadBytes = 512 << 20
 	}
 	if cfg.LoginLimit.Window == 0 {
 		cfg.LoginLimit = LoginLimit{PerIP: 50, PerAccount: 5, Window: 15 * time.Minute}
@@ -89,6 +97,7 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 	th := &threads{store: store, shell: sh, home: hm, rt: rt}
 	rl := &roles{store: store, shell: sh}
 	st := &settings{store: store, shell: sh}
+	kh := &kbs{store: store, rag: kb, models: rt.Models(), shell: sh, embedModel: cfg.EmbedModel}
 	rn := &runs{store: store, models: rt.Models(), rt: rt, closing: closing}
 	ms := &messages{store: store, rt: rt}
 	mg := &manage{store: store, shell: sh}
@@ -165,6 +174,18 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 			r.Get("/roles/{id}", rl.show)
 			r.Post("/roles/{id}", rl.update)
 			r.Post("/roles/{id}/delete", rl.delete)
+			r.Get("/kb", kh.list)
+			r.Post("/kb", kh.create)
+			r.Get("/kb/{id}", kh.show)
+			r.Get("/kb/{id}/documents", kh.documents)
+			r.Post("/kb/{id}/rename", kh.rename)
+			r.Post("/kb/{id}/settings", kh.settings)
+			r.Post("/kb/{id}/model", kh.model)
+			r.Post("/kb/{id}/delete", kh.delete)
+			r.Post("/kb/{id}/documents/{doc}/delete", kh.deleteDocument)
+			r.Post("/kb/{id}/documents/{doc}/retry", kh.retryDocument)
+			r.Get("/m/{id}/sources/{n}", kh.source)
+			r.Post("/t/{id}/kbs", th.setKBs)
 			r.Get("/settings", st.show)
 			r.Post("/settings/instructions", st.setInstructions)
 
@@ -177,6 +198,11 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime) *Server {
 	r.Group(func(r chi.Router) {
 		r.Use(capBody(chat.MaxImportBytes+1<<20), writeDeadline(2*time.Minute), sessions.LoadAndSave, a.withUser, requireUser)
 		r.Post("/import", mg.importThread)
+	})
+	// Knowledge base uploads: many files at once, each up to the file limit.
+	r.Group(func(r chi.Router) {
+		r.Use(capBody(cfg.MaxUploadBytes), writeDeadline(10*time.Minute), sessions.LoadAndSave, a.withUser, requireUser)
+		r.Post("/kb/{id}/upload", kh.upload)
 	})
 	// Event streams: signed in, but no write deadline (they last a run).
 	r.Group(func(r chi.Router) {

@@ -41,6 +41,9 @@ type threadStore interface {
 	SetThreadModel(ctx context.Context, user, thread int64, model string) error
 	SetThreadRole(ctx context.Context, user, thread int64, role *int64) error
 	Workspace(ctx context.Context, user, id int64) (db.Workspace, error)
+	KBs(ctx context.Context, user, workspace int64) ([]db.KnowledgeBase, error)
+	ThreadKBs(ctx context.Context, user, thread int64) ([]db.KnowledgeBase, error)
+	SetThreadKBs(ctx context.Context, user, thread int64, kbs []int64) error
 }
 
 // threads serves the thread page and the thread's actions.
@@ -92,11 +95,21 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
+	kbs, err := h.store.KBs(r.Context(), u.ID, ws.ID)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	attached, err := h.store.ThreadKBs(r.Context(), u.ID, t.ID)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
 	p := views.ThreadPage{Thread: t, Workspaces: s.Workspaces, Messages: items, More: more, OtherBranch: viewLeaf,
 		AwaitTitle: t.TitleState == "provisional" && hasAnswer(items), Roles: roles, Usage: usage,
 		Composer: views.ComposerData{
 			Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, Model: t.Model, Append: true,
-			ThreadID: t.ID, Roles: roles, RoleID: t.RoleID,
+			ThreadID: t.ID, Roles: roles, RoleID: t.RoleID, KBs: kbs, Attached: kbIDs(attached),
 		}}
 	render(w, r, http.StatusOK, views.Page(threadTitleOr(t.Title), views.App(s, views.Thread(p))))
 }
@@ -144,6 +157,13 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 		h.refuse(w, r, in, "That model name is too long.")
 		return
 	}
+	if r.PostForm.Has("kb_present") {
+		kbs, ok := formIDs(w, r, "kb")
+		if !ok {
+			return
+		}
+		in.SetKBs, in.KBs = true, kbs
+	}
 	if r.PostForm.Has("role") {
 		in.SetRole = true
 		if v := r.PostForm.Get("role"); v != "" {
@@ -162,6 +182,9 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 		return
 	case errors.Is(err, db.ErrNotFound) && in.RoleID != nil:
 		h.refuse(w, r, in, "Message not sent: that role does not exist any more. Choose another one.")
+		return
+	case errors.Is(err, db.ErrNotFound) && len(in.KBs) > 0:
+		h.refuse(w, r, in, "Message not sent: a chosen knowledge base does not exist any more (reload the page).")
 		return
 	case err != nil:
 		storeError(w, r, err)
@@ -433,4 +456,12 @@ func threadTitleOr(t string) string {
 		return "Untitled"
 	}
 	return t
+}
+
+func kbIDs(kbs []db.KnowledgeBase) map[int64]bool {
+	m := make(map[int64]bool, len(kbs))
+	for _, kb := range kbs {
+		m[kb.ID] = true
+	}
+	return m
 }

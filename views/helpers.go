@@ -39,8 +39,10 @@ type messageMeta struct {
 		CompactionID    int64   `json:"compaction_id"`
 		CompactionFail  bool    `json:"compaction_failed"`
 	} `json:"usage"`
-	Covers int  `json:"covers"` // compaction nodes: messages summarized
-	Auto   bool `json:"auto"`
+	Covers       int         `json:"covers"` // compaction nodes: messages summarized
+	Auto         bool        `json:"auto"`
+	Sources      []db.Source `json:"sources"`       // rag answers
+	NothingFound bool        `json:"nothing_found"` // rag: no relevant source
 }
 
 func metaOf(m db.Message) messageMeta {
@@ -63,6 +65,8 @@ func runStatusLabel(s string) string {
 		return "Waiting for you"
 	case "compacting":
 		return "Summarizing earlier messages…"
+	case "searching":
+		return "Searching the knowledge base…"
 	}
 	return s
 }
@@ -102,3 +106,19 @@ func roleName(role string) string {
 // CompactionOf is the summary written before an answer was generated (0:
 // none).
 func CompactionOf(m db.Message) int64 { return metaOf(m).Usage.CompactionID }
+
+// SourcesOf returns the sources stored on a rag answer.
+func SourcesOf(m db.Message) []db.Source { return metaOf(m).Sources }
+
+func kbCount(attached map[int64]bool) string {
+	n := 0
+	for _, on := range attached {
+		if on {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return " (" + strconv.Itoa(n) + ")"
+}

@@ -2,7 +2,9 @@ package views
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -19,6 +21,8 @@ import (
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"weft/db"
 )
 
 // Model answers are untrusted. They are rendered in three stages:
@@ -378,4 +382,49 @@ func insideLink(n ast.Node) bool {
 		}
 	}
 	return false
+}
+
+var citationRe = regexp.MustCompile(`\[(\d{1,3})\]`)
+
+// MarkdownWithCitations renders an answer and turns its [n] markers into
+// links to the sources they cite. Only text between tags is touched (never
+// attributes), and the links are built from numbers and ids alone.
+func MarkdownWithCitations(src string, msg int64, sources []db.Source) templ.Component {
+	html := RenderMarkdown(src)
+	if len(sources) == 0 {
+		return templ.Raw(html)
+	}
+	byN := map[string]db.Source{}
+	for _, s := range sources {
+		byN[strconv.Itoa(s.N)] = s
+	}
+	var b strings.Builder
+	inTag := false
+	start := 0
+	flush := func(text string) {
+		b.WriteString(citationRe.ReplaceAllStringFunc(text, func(m string) string {
+			s, ok := byN[m[1:len(m)-1]]
+			if !ok {
+				return m
+			}
+			return fmt.Sprintf(`<a class="cite" href="/m/%d/sources/%d" data-testid="citation" data-document-id="%d">[%d]</a>`,
+				msg, s.N, s.DocumentID, s.N)
+		}))
+	}
+	for i := 0; i < len(html); i++ {
+		switch {
+		case !inTag && html[i] == '<':
+			flush(html[start:i])
+			start, inTag = i, true
+		case inTag && html[i] == '>':
+			b.WriteString(html[start : i+1])
+			start, inTag = i+1, false
+		}
+	}
+	if inTag {
+		b.WriteString(html[start:])
+	} else {
+		flush(html[start:])
+	}
+	return templ.Raw(b.String())
 }

@@ -36,10 +36,12 @@ type ComposerData struct {
 	Append      bool   // in a thread: htmx appends the reply fragments
 	ThreadID    int64  // the thread the composer writes into (0: a new one)
 	Roles       []db.Role
-	RoleID      *int64 // the selected role
-	From        int64  // a new thread copies this thread's settings (/new)
-	Content     string // text to show again (a refused send keeps what was typed)
-	Error       string // why the last send was refused
+	RoleID      *int64             // the selected role
+	From        int64              // a new thread copies this thread's settings (/new)
+	KBs         []db.KnowledgeBase // the workspace's knowledge bases (the kb field)
+	Attached    map[int64]bool     // attached to the thread
+	Content     string             // text to show again (a refused send keeps what was typed)
+	Error       string             // why the last send was refused
 }
 
 // MessageView is a message with what its rendering needs to know.

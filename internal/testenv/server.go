@@ -15,6 +15,7 @@ import (
 	"weft/db"
 	"weft/handlers"
 	"weft/internal/fakeollama"
+	"weft/rag"
 )
 
 // Options configure the app under test.
@@ -23,6 +24,7 @@ type Options struct {
 	Chat         chat.Config
 	Fake         *fakeollama.Server // nil: a fresh fake with its default models
 	DefaultModel string             // WEFT_DEFAULT_MODEL; "" means "tiny"
+	RAG          rag.Config
 }
 
 // App is a running Weft over a test database and a fake Ollama.
@@ -30,6 +32,7 @@ type App struct {
 	TS      *httptest.Server
 	Handler *handlers.Server
 	RT      *chat.Runtime
+	RAG     *rag.Service
 	Fake    *fakeollama.Server
 	Store   *db.DB
 }
@@ -55,11 +58,28 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 	}
 	o.Chat.OllamaHost = o.Fake.URL
 	client := chat.NewOllamaClient(u)
+	if o.RAG.OllamaHost == "" {
+		o.RAG.OllamaHost = o.Fake.URL
+	}
+	if o.RAG.RetryBackoff == 0 {
+		o.RAG.RetryBackoff = 20 * time.Millisecond
+	}
+	kb, err := rag.New(store, client, o.RAG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Chat.Retriever = kb
 	rt := chat.New(store, client, chat.NewModels(client, o.Fake.URL, o.DefaultModel, 0), o.Chat)
 	if err := rt.Start(context.Background()); err != nil {
 		t.Fatalf("start runtime: %v", err)
 	}
-	srv := handlers.New(o.HTTP, store, rt)
+	if err := kb.Start(context.Background()); err != nil {
+		t.Fatalf("start ingestion: %v", err)
+	}
+	if o.HTTP.EmbedModel == "" {
+		o.HTTP.EmbedModel = "embedder"
+	}
+	srv := handlers.New(o.HTTP, store, rt, kb)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		srv.StartShutdown()
@@ -67,9 +87,10 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		rt.Shutdown(ctx)
+		_ = kb.Stop(ctx)
 		srv.Close()
 	})
-	return &App{TS: ts, Handler: srv, RT: rt, Fake: o.Fake, Store: store}
+	return &App{TS: ts, Handler: srv, RT: rt, RAG: kb, Fake: o.Fake, Store: store}
 }
 
 // Server starts Weft over store with a fresh fake Ollama.
@@ -125,6 +146,21 @@ func (c *Client) Post(path string, form url.Values) Response {
 func (c *Client) Do(method, path string, form url.Values) Response {
 	c.t.Helper()
 	return c.DoHeader(method, path, form, nil)
+}
+
+// Send sends a prepared request (its URL must be absolute).
+func (c *Client) Send(req *http.Request) Response {
+	c.t.Helper()
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("%s %s: read body: %v", req.Method, req.URL, err)
+	}
+	return Response{Response: resp, Body: string(b)}
 }
 
 // HTMX posts form as htmx does (HX-Request: true).

@@ -1,0 +1,223 @@
+package rag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/riverqueue/river"
+
+	"weft/db"
+)
+
+// ingestAttempts is how many times a job runs before its document fails
+// (each attempt resumes where the previous one stopped).
+const ingestAttempts = 6
+
+// IngestArgs is the job that reads, chunks and embeds one document.
+type IngestArgs struct {
+	DocumentID int64 `json:"document_id"`
+}
+
+// Kind names the job in River's table.
+func (IngestArgs) Kind() string { return "kb_ingest" }
+
+type ingestWorker struct {
+	river.WorkerDefaults[IngestArgs]
+	s *Service
+}
+
+// permanent marks a failure that another attempt would not fix; msg is
+// shown on the document.
+type permanent struct{ msg string }
+
+func (p permanent) Error() string { return p.msg }
+
+func (w *ingestWorker) Work(ctx context.Context, job *river.Job[IngestArgs]) error {
+	s := w.s
+	doc := job.Args.DocumentID
+	err := s.ingest(ctx, doc)
+	var p permanent
+	switch {
+	case err == nil:
+		return s.store.FinishIngest(context.WithoutCancel(ctx), doc, "")
+	case errors.Is(err, db.ErrNotFound):
+		return nil // deleted meanwhile
+	case errors.As(err, &p):
+		if ferr := s.store.FinishIngest(context.WithoutCancel(ctx), doc, p.msg); ferr != nil {
+			return ferr
+		}
+		return river.JobCancel(err)
+	case job.Attempt >= job.MaxAttempts:
+		msg := "Ingestion kept failing: " + err.Error()
+		if errors.Is(err, errEmbed) {
+			msg = err.Error()
+		}
+		_ = s.store.FinishIngest(context.WithoutCancel(ctx), doc, msg)
+		return err
+	default:
+		slog.Warn("ingestion attempt failed; it will resume", "document", doc, "attempt", job.Attempt, "err", err)
+		return err
+	}
+}
+
+// errEmbed wraps embedding failures that exhausted their retries.
+var errEmbed = errors.New("embedding failed")
+
+// ingest does one attempt: read, chunk, and embed the chunks not stored yet.
+func (s *Service) ingest(ctx context.Context, docID int64) error {
+	t, err := s.store.StartIngest(ctx, docID)
+	if err != nil {
+		return err
+	}
+	format, err := Detect(t.Doc.Name, t.Data)
+	if err != nil {
+		return permanent{msg: capitalize(err.Error()) + "."}
+	}
+	if err := s.store.SetDocumentFormat(ctx, docID, format); err != nil {
+		return err
+	}
+	blocks, err := Read(ctx, format, t.Data, Limits{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return permanent{msg: capitalize(err.Error())}
+	}
+	chunks := Split(blocks, ChunkOptions{Size: t.KB.ChunkSize, Overlap: t.KB.ChunkOverlap})
+	if len(chunks) == 0 {
+		msg := "No text was found in this file."
+		if format == FormatPDF {
+			msg += " A scanned PDF holds images of pages; Weft does not read text in images (OCR)."
+		}
+		return permanent{msg: msg}
+	}
+	done, err := s.store.StoredPositions(ctx, docID, t.KB.Generation)
+	if err != nil {
+		return err
+	}
+	for start := done; start < len(chunks); start += s.cfg.EmbedBatch {
+		batch := chunks[start:min(start+s.cfg.EmbedBatch, len(chunks))]
+		texts := make([]string, len(batch))
+		for i, c := range batch {
+			texts[i] = EmbedText(c.Headings, c.Text)
+		}
+		vs, err := s.embedBackground(ctx, t.KB.EmbedModel, texts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !transient(err) {
+				return permanent{msg: s.describeEmbedError(err, t.KB.EmbedModel)}
+			}
+			return fmt.Errorf("%w: %s", errEmbed, s.describeEmbedError(err, t.KB.EmbedModel))
+		}
+		rows := make([]db.NewChunk, len(batch))
+		for i, c := range batch {
+			rows[i] = db.NewChunk{Position: c.Position, Text: c.Text, Headings: nonNil(c.Headings),
+				Heading: strings.Join(c.Headings, " › "), Page: c.Page, Embedding: vs[i]}
+		}
+		progress := float32(start+len(batch)) / float32(len(chunks))
+		if err := s.store.StoreChunks(ctx, t.Doc, t.KB.Generation, t.KB.Dims, rows, progress); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EmbedText is what is embedded for a chunk: its heading path, then its text.
+func EmbedText(headings []string, text string) string {
+	if len(headings) == 0 {
+		return text
+	}
+	return strings.Join(headings, " › ") + "\n\n" + text
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// ReembedArgs is the job that moves a knowledge base to another embedding
+// model: it embeds every chunk again as the next generation, then swaps.
+type ReembedArgs struct {
+	KBID int64 `json:"kb_id"`
+}
+
+// Kind names the job in River's table.
+func (ReembedArgs) Kind() string { return "kb_reembed" }
+
+type reembedWorker struct {
+	river.WorkerDefaults[ReembedArgs]
+	s *Service
+}
+
+func (w *reembedWorker) Work(ctx context.Context, job *river.Job[ReembedArgs]) error {
+	s := w.s
+	for {
+		kb, err := s.store.KBForJob(ctx, job.Args.KBID)
+		if errors.Is(err, db.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if kb.PendingModel == "" {
+			return nil // abandoned or done
+		}
+		chunks, err := s.store.ChunksToReembed(ctx, kb, s.cfg.EmbedBatch)
+		if err != nil {
+			return err
+		}
+		if len(chunks) == 0 {
+			swapped, err := s.store.SwapGeneration(ctx, kb.ID)
+			if err != nil || swapped {
+				return err
+			}
+			continue // chunks arrived meanwhile
+		}
+		texts := make([]string, len(chunks))
+		for i, c := range chunks {
+			texts[i] = EmbedText(c.Headings, c.Text)
+		}
+		vs, err := s.embedBackground(ctx, kb.PendingModel, texts)
+		if err == nil {
+			for _, v := range vs {
+				if len(v) != kb.PendingDims {
+					err = permanent{msg: fmt.Sprintf("The model %q changed its dimension (%d, expected %d).", kb.PendingModel, len(v), kb.PendingDims)}
+				}
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var p permanent
+			if errors.As(err, &p) || !transient(err) || job.Attempt >= job.MaxAttempts {
+				msg := s.describeEmbedError(err, kb.PendingModel)
+				if errors.As(err, &p) {
+					msg = p.msg
+				}
+				if ferr := s.store.FailReembed(context.WithoutCancel(ctx), kb.ID, msg); ferr != nil {
+					return ferr
+				}
+				return river.JobCancel(err)
+			}
+			return err
+		}
+		if err := s.store.StoreReembedded(ctx, kb, chunks, vs); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,187 @@
+package rag
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"weft/db"
+)
+
+// Mode chooses how chunks are ranked.
+type Mode string
+
+// Retrieval modes. Hybrid is the default because it wins the evaluation in
+// docs/PERFORMANCE.md (make eval-rag).
+const (
+	Hybrid     Mode = "hybrid"
+	VectorOnly Mode = "vector"
+	TextOnly   Mode = "text"
+)
+
+// rrfK is the constant of reciprocal rank fusion (Cormack et al.: 60).
+const rrfK = 60
+
+// candidates is how many chunks each search contributes before fusion.
+func candidates(topK int) int { return max(20, 4*topK) }
+
+// Query is one retrieval.
+type Query struct {
+	User int64
+	KBs  []db.KnowledgeBase
+	Text string
+	Mode Mode // "" : Hybrid
+	// TopK overrides the knowledge bases' own top-k (0: the largest of theirs).
+	TopK int
+	// All keeps chunks below the relevance threshold (the retrieval view
+	// shows them, marked).
+	All bool
+}
+
+// Result is a ranked chunk with how it ranked.
+type Result struct {
+	db.Source
+	Relevant bool // passed the knowledge base's threshold
+}
+
+// Search ranks chunks of the knowledge bases for a question: a vector search
+// and a full-text search per knowledge base (each with the access filter in
+// its query), fused by reciprocal rank. A chunk is relevant when its
+// similarity reaches the knowledge base's threshold or the text search found
+// it.
+func (s *Service) Search(ctx context.Context, q Query) ([]Result, error) {
+	if q.Mode == "" {
+		q.Mode = Hybrid
+	}
+	topK := q.TopK
+	for _, kb := range q.KBs {
+		if q.TopK == 0 {
+			topK = max(topK, kb.TopK)
+		}
+	}
+	var all []Result
+	words := queryWords(q.Text)
+	for _, kb := range q.KBs {
+		n := candidates(topK)
+		byID := map[int64]*Result{}
+		add := func(h db.ChunkHit) *Result {
+			r := byID[h.ChunkID]
+			if r == nil {
+				r = &Result{Source: db.Source{ChunkID: h.ChunkID, DocumentID: h.DocumentID, KBID: kb.ID, KB: kb.Name,
+					Document: h.Document, Page: h.Page, Headings: h.Headings, Text: h.Text}}
+				byID[h.ChunkID] = r
+			}
+			return r
+		}
+		if q.Mode != TextOnly {
+			ectx, cancel := context.WithTimeout(ctx, time.Minute)
+			vs, err := s.embed(ectx, kb.EmbedModel, []string{q.Text})
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s", ErrSearch, s.describeEmbedError(err, kb.EmbedModel))
+			}
+			hits, err := s.store.VectorSearch(ctx, q.User, kb, vs[0], n)
+			if err != nil {
+				return nil, err
+			}
+			for i, h := range hits {
+				r := add(h)
+				r.VectorRank, r.Similarity = i+1, h.Score
+				r.Fused += 1.0 / float64(rrfK+i+1)
+				if h.Score >= kb.MinSimilarity {
+					r.Relevant = true
+				}
+			}
+		}
+		if q.Mode != VectorOnly {
+			hits, err := s.store.TextSearch(ctx, q.User, kb, words, n)
+			if err != nil {
+				return nil, err
+			}
+			for i, h := range hits {
+				r := add(h)
+				r.TextRank, r.TextScore = i+1, h.Score
+				r.Fused += 1.0 / float64(rrfK+i+1)
+				r.Relevant = true
+			}
+		}
+		for _, r := range byID {
+			all = append(all, *r)
+		}
+	}
+	slices.SortFunc(all, func(a, b Result) int {
+		switch {
+		case a.Fused != b.Fused:
+			if a.Fused > b.Fused {
+				return -1
+			}
+			return 1
+		case a.Similarity != b.Similarity:
+			if a.Similarity > b.Similarity {
+				return -1
+			}
+			return 1
+		}
+		return int(a.ChunkID - b.ChunkID)
+	})
+	if !q.All {
+		all = slices.DeleteFunc(all, func(r Result) bool { return !r.Relevant })
+	}
+	if len(all) > topK && !q.All {
+		all = all[:topK]
+	}
+	for i := range all {
+		all[i].N = i + 1
+	}
+	return all, nil
+}
+
+// ErrSearch wraps a failed search (the message says what to do).
+var ErrSearch = fmt.Errorf("the knowledge base could not be searched")
+
+// Retrieve returns the numbered sources for a rag answer (package chat calls
+// it through its Retriever interface).
+func (s *Service) Retrieve(ctx context.Context, user int64, kbs []db.KnowledgeBase, question string) ([]db.Source, error) {
+	res, err := s.Search(ctx, Query{User: user, KBs: kbs, Text: question})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]db.Source, len(res))
+	for i, r := range res {
+		out[i] = r.Source
+	}
+	return out, nil
+}
+
+// stopwords are left out of full-text queries: they match nearly every chunk.
+var stopwords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an and are as at be but by can could did do does for from had has have how
+		i if in into is it its me my no not of on or our so than that the their them then there these they this
+		to was we were what when where which who whom why will with would you your about after again all also am
+		any because been before being both each few further he her here hers him his itself just more most nor
+		once only other out over own same she should some such too under until up very while`) {
+		stopwords[w] = true
+	}
+}
+
+// queryWords turns a question into the words of a full-text query: lower
+// case, letters and digits only, no stopwords, each once.
+func queryWords(q string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		if stopwords[f] || seen[f] {
+			continue
+		}
+		seen[f] = true
+		out = append(out, f)
+	}
+	return out
+}

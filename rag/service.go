@@ -1,0 +1,217 @@
+package rag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/ollama/ollama/api"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"weft/db"
+)
+
+// Embedder is the part of the Ollama client that embeds.
+type Embedder interface {
+	Embed(ctx context.Context, req *api.EmbedRequest) (*api.EmbedResponse, error)
+}
+
+// Config tunes ingestion and retrieval.
+type Config struct {
+	OllamaHost   string // shown in error messages
+	MaxFileBytes int64  // one uploaded file (default 50 MB)
+	// Workers is how many ingestion or re-embedding jobs one instance runs
+	// at once (default 2); EmbedConcurrency how many embedding requests those
+	// jobs send at once (default 2: Ollama's queue is finite).
+	Workers          int
+	EmbedConcurrency int
+	EmbedBatch       int           // texts per embedding request (default 32)
+	JobTimeout       time.Duration // one attempt of a job (default 5 min); the next attempt resumes
+	// RescueAfter: a job still "running" this long (its instance died) runs
+	// again (default JobTimeout + 1 min).
+	RescueAfter time.Duration
+	// RetryBackoff is the first wait after a transient embedding error
+	// (default 1 s; doubled per try, 4 tries per batch).
+	RetryBackoff time.Duration
+}
+
+// Service ingests documents in the background (River, on Postgres) and
+// retrieves from knowledge bases.
+type Service struct {
+	store *db.DB
+	emb   Embedder
+	cfg   Config
+	river *river.Client[pgx.Tx]
+	sem   chan struct{} // bounds background embedding requests
+}
+
+// New returns a service; Start begins working jobs.
+func New(store *db.DB, emb Embedder, cfg Config) (*Service, error) {
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = 50 << 20
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.EmbedConcurrency <= 0 {
+		cfg.EmbedConcurrency = 2
+	}
+	if cfg.EmbedBatch <= 0 {
+		cfg.EmbedBatch = 32
+	}
+	if cfg.JobTimeout <= 0 {
+		cfg.JobTimeout = 5 * time.Minute
+	}
+	if cfg.RescueAfter <= 0 {
+		cfg.RescueAfter = cfg.JobTimeout + time.Minute
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = time.Second
+	}
+	s := &Service{store: store, emb: emb, cfg: cfg, sem: make(chan struct{}, cfg.EmbedConcurrency)}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &ingestWorker{s: s}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &reembedWorker{s: s}); err != nil {
+		return nil, err
+	}
+	client, err := river.NewClient(riverpgxv5.New(store.Pool), &river.Config{
+		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
+		Workers:              workers,
+		JobTimeout:           cfg.JobTimeout,
+		RescueStuckJobsAfter: cfg.RescueAfter,
+		Logger:               slog.New(levelFilter{slog.Default().Handler(), slog.LevelWarn}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job queue: %w", err)
+	}
+	s.river = client
+	return s, nil
+}
+
+// Start begins working the job queue (jobs left by a previous life resume).
+func (s *Service) Start(ctx context.Context) error { return s.river.Start(ctx) }
+
+// Stop lets running jobs finish for as long as ctx allows, then cancels
+// them (they resume on the next start).
+func (s *Service) Stop(ctx context.Context) error { return s.river.Stop(ctx) }
+
+// MaxFileBytes is the size limit of one uploaded file.
+func (s *Service) MaxFileBytes() int64 { return s.cfg.MaxFileBytes }
+
+// Dimensions embeds a probe text with model and returns its vector length:
+// it checks that the model can embed and learns its dimension.
+func (s *Service) Dimensions(ctx context.Context, model string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	vs, err := s.embed(ctx, model, []string{"dimension probe"})
+	if err != nil {
+		return 0, err
+	}
+	if len(vs) != 1 || len(vs[0]) == 0 {
+		return 0, errors.New("the model returned no embedding")
+	}
+	return len(vs[0]), nil
+}
+
+// embed asks Ollama for embeddings of texts (one request).
+func (s *Service) embed(ctx context.Context, model string, texts []string) ([][]float32, error) {
+	resp, err := s.emb.Embed(ctx, &api.EmbedRequest{Model: model, Input: texts, Truncate: ptr(true)})
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Embeddings) != len(texts) {
+		return nil, fmt.Errorf("the model returned %d embeddings for %d texts", len(resp.Embeddings), len(texts))
+	}
+	return resp.Embeddings, nil
+}
+
+// embedBackground embeds for a job: bounded concurrency, and transient
+// failures (the server busy, restarting or unreachable) retried with
+// backoff.
+func (s *Service) embedBackground(ctx context.Context, model string, texts []string) ([][]float32, error) {
+	wait := s.cfg.RetryBackoff
+	var err error
+	for try := 0; try < 4; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(wait):
+			}
+			wait *= 2
+		}
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		var vs [][]float32
+		vs, err = s.embed(ctx, model, texts)
+		<-s.sem
+		if err == nil || !transient(err) {
+			return vs, err
+		}
+	}
+	return nil, err
+}
+
+// transient reports whether an embedding error may go away by itself.
+func transient(err error) bool {
+	var se api.StatusError
+	if errors.As(err, &se) {
+		return se.StatusCode >= 500 || se.StatusCode == 429
+	}
+	return !errors.Is(err, context.Canceled)
+}
+
+// describeEmbedError says what went wrong with the embedding model, for the
+// user.
+func (s *Service) describeEmbedError(err error, model string) string {
+	var se api.StatusError
+	switch {
+	case errors.As(err, &se) && se.StatusCode == 404:
+		return fmt.Sprintf("The embedding model %q is not available on the Ollama server at %s. Pull it with `ollama pull %s`, or choose another model.", model, s.cfg.OllamaHost, model)
+	case errors.As(err, &se) && se.StatusCode == 501:
+		return fmt.Sprintf("The model %q cannot make embeddings. Choose an embedding model (for example nomic-embed-text).", model)
+	case errors.As(err, &se):
+		return "The embedding model failed: " + se.ErrorMessage
+	default:
+		return fmt.Sprintf("Ollama is not reachable at %s (or stopped answering). Ingestion will retry; start it with `ollama serve`.", s.cfg.OllamaHost)
+	}
+}
+
+// EnqueueIngest returns the enqueue step of db.AddDocument: the ingestion
+// job is inserted in the same transaction as its document.
+func (s *Service) EnqueueIngest(ctx context.Context) func(tx pgx.Tx, doc db.Document) error {
+	return func(tx pgx.Tx, doc db.Document) error {
+		_, err := s.river.InsertTx(ctx, tx, IngestArgs{DocumentID: doc.ID}, &river.InsertOpts{MaxAttempts: ingestAttempts})
+		return err
+	}
+}
+
+// EnqueueReembed returns the enqueue step of db.StartReembed.
+func (s *Service) EnqueueReembed(ctx context.Context) func(tx pgx.Tx, kb db.KnowledgeBase) error {
+	return func(tx pgx.Tx, kb db.KnowledgeBase) error {
+		_, err := s.river.InsertTx(ctx, tx, ReembedArgs{KBID: kb.ID}, &river.InsertOpts{MaxAttempts: ingestAttempts})
+		return err
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// levelFilter drops River's records below a level (its INFO lines would
+// drown the request log).
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (l levelFilter) Enabled(ctx context.Context, lv slog.Level) bool {
+	return lv >= l.min && l.Handler.Enabled(ctx, lv)
+}
