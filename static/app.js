@@ -274,3 +274,31 @@
     }
   });
 })();
+
+// Knowledge bases: files dropped on an upload form (form[data-drop]) are
+// put in its file input and sent at once.
+(function () {
+  "use strict";
+
+  const dropForm = (event) => event.target.closest && event.target.closest("form[data-drop]");
+  ["dragenter", "dragover"].forEach((type) => document.addEventListener(type, (event) => {
+    const form = dropForm(event);
+    if (!form || !event.dataTransfer || ![...event.dataTransfer.types].includes("Files")) return;
+    event.preventDefault();
+    form.classList.add("dropping");
+  }));
+  document.addEventListener("dragleave", (event) => {
+    const form = dropForm(event);
+    if (form && !form.contains(event.relatedTarget)) form.classList.remove("dropping");
+  });
+  document.addEventListener("drop", (event) => {
+    const form = dropForm(event);
+    if (!form || !event.dataTransfer || event.dataTransfer.files.length === 0) return;
+    event.preventDefault();
+    form.classList.remove("dropping");
+    const input = form.querySelector('input[type="file"]');
+    if (!input) return;
+    input.files = event.dataTransfer.files;
+    form.requestSubmit();
+  });
+})();
