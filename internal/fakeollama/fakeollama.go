@@ -27,6 +27,15 @@
 // client abandoned it, so tests can assert that cancellation reaches the
 // model server. SetDown simulates an unreachable server.
 //
+// Embeddings (/api/embed, /api/embeddings) come from Vector, a deterministic
+// lexical embedder: texts about the same thing (shared words, up to crude
+// stemming) get clearly closer vectors than unrelated texts, so retrieval
+// can be tested. /api/embed truncates inputs longer than the model's
+// context like Ollama (or fails with "truncate": false), records every
+// request (EmbedRequests), can fail on demand (FailEmbeds), can be slowed
+// down (WithEmbedDelay) and tracks its peak concurrency
+// (MaxConcurrentEmbeds).
+//
 // Typical use:
 //
 //	fake := fakeollama.New(t)
@@ -84,8 +93,8 @@ type Model struct {
 	// model_info (default 4096).
 	ContextLength int
 	// EmbeddingLength is the length of /api/embed vectors and is reported as
-	// "<family>.embedding_length" when > 0 (default 8 for models with the
-	// "embedding" capability, else 0).
+	// "<family>.embedding_length" when > 0 (default 256 for models with the
+	// "embedding" capability, else 0). See Vector.
 	EmbeddingLength int
 	Family          string // default "llama"
 	// CharsPerToken is how many characters (runes) of message content make
@@ -132,7 +141,8 @@ func DefaultModels() []Model {
 		{Name: "thinker", Capabilities: []string{CapCompletion, CapThinking}, ContextLength: 4096, Family: "llama"},
 		{Name: "toolie", Capabilities: []string{CapCompletion, CapTools}, ContextLength: 4096, Family: "llama"},
 		{Name: "vision", Capabilities: []string{CapCompletion, CapVision}, ContextLength: 4096, Family: "llama"},
-		{Name: "embedder", Capabilities: []string{CapEmbedding}, ContextLength: 2048, EmbeddingLength: 8, Family: "bert"},
+		{Name: "embedder", Capabilities: []string{CapEmbedding}, ContextLength: 2048, EmbeddingLength: 256, Family: "bert"},
+		{Name: "embedder-small", Capabilities: []string{CapEmbedding}, ContextLength: 512, EmbeddingLength: 64, Family: "bert"},
 	}
 }
 
@@ -231,6 +241,16 @@ func WithTokenDelay(d time.Duration) Option {
 	return func(s *Server) { s.delay = d }
 }
 
+// WithEmbedDelay makes every /api/embed request that reaches the model (a
+// known embedding model; failures injected with FailEmbeds do not wait)
+// take d before it answers, whatever the number of inputs, to test
+// timeouts and bounded concurrency. The wait ends early when the client goes
+// away (nothing is sent then), on SetDown(true) and on Close (the
+// connection is cut).
+func WithEmbedDelay(d time.Duration) Option {
+	return func(s *Server) { s.embedDelay = d }
+}
+
 // WithScript replaces the default reply logic (DefaultReply). The function
 // gets its own copy of the decoded request and may be called concurrently.
 // Model existence and capability checks still run before it, as in Ollama.
@@ -258,6 +278,13 @@ type Server struct {
 	active    int
 	changed   chan struct{} // closed and replaced whenever records change
 	loaded    map[string]loadedModel
+
+	embedDelay  time.Duration
+	embeds      []EmbedRecord
+	embedActive int
+	embedMax    int
+	failEmbeds  int // how many of the next /api/embed requests fail
+	failStatus  int
 }
 
 type loadedModel struct {
@@ -305,7 +332,7 @@ func Start(opts ...Option) *Server {
 			m.CharsPerToken = defaultCharsPerToken
 		}
 		if m.EmbeddingLength <= 0 && m.has(CapEmbedding) {
-			m.EmbeddingLength = 8
+			m.EmbeddingLength = defaultEmbeddingLength
 		}
 	}
 
@@ -707,143 +734,6 @@ func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// ---- embeddings ----
-
-// Vector returns the deterministic unit-length embedding the fake gives for
-// input with a model of embedding length dim.
-func Vector(input string, dim int) []float32 {
-	v := make([]float32, dim)
-	var sum float64
-	for i := range v {
-		var b [8]byte
-		binary.BigEndian.PutUint64(b[:], uint64(i))
-		h := sha256.Sum256(append([]byte(input), b[:]...))
-		x := float64(binary.BigEndian.Uint32(h[:4]))/float64(math.MaxUint32)*2 - 1
-		v[i] = float32(x)
-		sum += x * x
-	}
-	return normalize(v, sum)
-}
-
-func normalize(v []float32, sum float64) []float32 {
-	if sum == 0 {
-		for _, x := range v {
-			sum += float64(x) * float64(x)
-		}
-	}
-	n := 1 / math.Max(math.Sqrt(sum), 1e-12)
-	for i := range v {
-		v[i] = float32(float64(v[i]) * n)
-	}
-	return v
-}
-
-func tokenEstimate(s string) int {
-	n := len([]rune(s))
-	return max(1, (n+3)/4)
-}
-
-func (s *Server) handleEmbed(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return
-	}
-	var req api.EmbedRequest
-	if !decodeBody(w, body, &req) {
-		return
-	}
-	var inputs []string
-	switch in := req.Input.(type) {
-	case string:
-		if in != "" {
-			inputs = append(inputs, in)
-		}
-	case []any:
-		for _, v := range in {
-			str, ok := v.(string)
-			if !ok {
-				writeError(w, http.StatusBadRequest, "invalid input type")
-				return
-			}
-			inputs = append(inputs, str)
-		}
-	default:
-		if req.Input != nil {
-			writeError(w, http.StatusBadRequest, "invalid input type")
-			return
-		}
-	}
-	if req.Model == "" {
-		writeError(w, http.StatusBadRequest, "model is required")
-		return
-	}
-	m, ok := s.lookup(req.Model)
-	if !ok {
-		// Ollama v0.17.4 EmbedHandler goes through the scheduler: this wording.
-		writeError(w, http.StatusNotFound, fmt.Sprintf("model %q not found, try pulling it first", req.Model))
-		return
-	}
-	s.touch(m, req.KeepAlive, numCtxOf(req.Options))
-	loaded := time.Since(start)
-	if len(inputs) == 0 {
-		writeJSON(w, http.StatusOK, api.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}})
-		return
-	}
-	if !m.has(CapEmbedding) {
-		// What Ollama's runner answers for a model without pooling.
-		writeError(w, http.StatusNotImplemented, "this model does not support embeddings")
-		return
-	}
-	resp := api.EmbedResponse{Model: req.Model, Embeddings: make([][]float32, len(inputs))}
-	for i, in := range inputs {
-		v := Vector(in, m.EmbeddingLength)
-		if req.Dimensions > 0 && req.Dimensions < len(v) {
-			v = normalize(v[:req.Dimensions], 0)
-		}
-		resp.Embeddings[i] = v
-		resp.PromptEvalCount += tokenEstimate(in)
-	}
-	resp.LoadDuration = max(loaded, time.Microsecond)
-	resp.TotalDuration = max(time.Since(start), resp.LoadDuration+time.Microsecond)
-	writeJSON(w, http.StatusOK, resp)
-}
-
-func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return
-	}
-	var req api.EmbeddingRequest
-	if !decodeBody(w, body, &req) {
-		return
-	}
-	if req.Model == "" {
-		writeError(w, http.StatusBadRequest, "model is required")
-		return
-	}
-	m, ok := s.lookup(req.Model)
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("model %q not found, try pulling it first", req.Model))
-		return
-	}
-	s.touch(m, req.KeepAlive, numCtxOf(req.Options))
-	if req.Prompt == "" {
-		writeJSON(w, http.StatusOK, api.EmbeddingResponse{Embedding: []float64{}})
-		return
-	}
-	if !m.has(CapEmbedding) {
-		writeError(w, http.StatusInternalServerError, "this model does not support embeddings")
-		return
-	}
-	v := Vector(req.Prompt, m.EmbeddingLength) // the legacy endpoint does not normalise, but the fake's vectors are unit length anyway
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	writeJSON(w, http.StatusOK, api.EmbeddingResponse{Embedding: out})
-}
-
 func numCtxOf(opts map[string]any) int {
 	switch v := opts["num_ctx"].(type) {
 	case float64:
@@ -1146,6 +1036,13 @@ func (run *chatRun) sendObject(resp api.ChatResponse) {
 
 // pause waits d, or less when the request must stop.
 func (run *chatRun) pause(d time.Duration) stop {
+	return pause(run.ctx, run.down, run.s.closing, d)
+}
+
+// pause waits d, or less when ctx ends (stopClient), down is closed
+// (stopDown) or closing is closed (stopClosed). With d <= 0 it only checks
+// whether the request must stop.
+func pause(ctx context.Context, down, closing <-chan struct{}, d time.Duration) stop {
 	var timer <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -1153,11 +1050,11 @@ func (run *chatRun) pause(d time.Duration) stop {
 		timer = t.C
 	}
 	select {
-	case <-run.ctx.Done():
+	case <-ctx.Done():
 		return stopClient
-	case <-run.down:
+	case <-down:
 		return stopDown
-	case <-run.s.closing:
+	case <-closing:
 		return stopClosed
 	default:
 	}
@@ -1167,11 +1064,11 @@ func (run *chatRun) pause(d time.Duration) stop {
 	select {
 	case <-timer:
 		return stopNone
-	case <-run.ctx.Done():
+	case <-ctx.Done():
 		return stopClient
-	case <-run.down:
+	case <-down:
 		return stopDown
-	case <-run.s.closing:
+	case <-closing:
 		return stopClosed
 	}
 }

@@ -1102,16 +1102,17 @@ func TestListShowVersion(t *testing.T) {
 			t.Errorf("not most-recent-first")
 		}
 	}
-	if want := []string{"tiny:latest", "thinker:latest", "toolie:latest", "vision:latest", "embedder:latest"}; !slices.Equal(names, want) {
+	if want := []string{"tiny:latest", "thinker:latest", "toolie:latest", "vision:latest", "embedder:latest", "embedder-small:latest"}; !slices.Equal(names, want) {
 		t.Errorf("names = %v", names)
 	}
 
 	wantCaps := map[string][]string{
-		"tiny":     {"completion"},
-		"thinker":  {"completion", "thinking"},
-		"toolie":   {"completion", "tools"},
-		"vision":   {"completion", "vision"},
-		"embedder": {"embedding"},
+		"tiny":           {"completion"},
+		"thinker":        {"completion", "thinking"},
+		"toolie":         {"completion", "tools"},
+		"vision":         {"completion", "vision"},
+		"embedder":       {"embedding"},
+		"embedder-small": {"embedding"},
 	}
 	for name, caps := range wantCaps {
 		show, err := c.Show(ctx, &api.ShowRequest{Model: name + ":latest"})
@@ -1138,8 +1139,12 @@ func TestListShowVersion(t *testing.T) {
 		t.Errorf("tiny show = %+v", show)
 	}
 	show, _ = c.Show(ctx, &api.ShowRequest{Model: "embedder"})
-	if show.ModelInfo["bert.embedding_length"] != float64(8) {
+	if show.ModelInfo["bert.embedding_length"] != float64(256) || show.ModelInfo["bert.context_length"] != float64(2048) {
 		t.Errorf("embedder model_info = %v", show.ModelInfo)
+	}
+	show, _ = c.Show(ctx, &api.ShowRequest{Model: "embedder-small"})
+	if show.ModelInfo["bert.embedding_length"] != float64(64) || show.ModelInfo["bert.context_length"] != float64(512) || show.Details.Family != "bert" {
+		t.Errorf("embedder-small model_info = %v", show.ModelInfo)
 	}
 
 	_, err = c.Show(ctx, &api.ShowRequest{Model: "nope"})
@@ -1210,7 +1215,7 @@ func TestEmbed(t *testing.T) {
 		t.Fatalf("resp = %+v", resp)
 	}
 	for i, v := range resp.Embeddings {
-		if len(v) != 8 {
+		if len(v) != 256 {
 			t.Errorf("vector %d has length %d", i, len(v))
 		}
 		var sum float64
@@ -1225,7 +1230,7 @@ func TestEmbed(t *testing.T) {
 		t.Error("vectors are not a function of the input")
 	}
 	again, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: "hello"})
-	if err != nil || !slices.Equal(again.Embeddings[0], resp.Embeddings[0]) || !slices.Equal(again.Embeddings[0], Vector("hello", 8)) {
+	if err != nil || !slices.Equal(again.Embeddings[0], resp.Embeddings[0]) || !slices.Equal(again.Embeddings[0], Vector("hello", 256)) {
 		t.Errorf("not deterministic: %v", err)
 	}
 	small, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: "hello", Dimensions: 4})
@@ -1252,11 +1257,461 @@ func TestEmbed(t *testing.T) {
 	}
 
 	legacy, err := c.Embeddings(ctx, &api.EmbeddingRequest{Model: "embedder", Prompt: "hello"})
-	if err != nil || len(legacy.Embedding) != 8 || float32(legacy.Embedding[0]) != resp.Embeddings[0][0] {
+	if err != nil || len(legacy.Embedding) != 256 || float32(legacy.Embedding[0]) != resp.Embeddings[0][0] {
 		t.Errorf("legacy: %v %+v", err, legacy)
 	}
 	if len(s.Requests()) != 0 {
 		t.Error("embeddings recorded as chat requests")
+	}
+}
+
+func cosine(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+func TestVectorBasics(t *testing.T) {
+	for _, dim := range []int{1, 7, 64, 256, 1024} {
+		for _, in := range []string{"hello", "Sourdough bread, baked at 230 °C.", "東京都に行く", "x", strings.Repeat("word ", 500)} {
+			v := Vector(in, dim)
+			if len(v) != dim {
+				t.Fatalf("Vector(%q, %d) has length %d", in, dim, len(v))
+			}
+			var sum float64
+			for _, x := range v {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					t.Fatalf("Vector(%q, %d) has %v", in, dim, x)
+				}
+				sum += float64(x) * float64(x)
+			}
+			if math.Abs(sum-1) > 1e-5 {
+				t.Errorf("Vector(%q, %d): norm² = %v", in, dim, sum)
+			}
+			if !slices.Equal(v, Vector(in, dim)) {
+				t.Errorf("Vector(%q, %d) is not deterministic", in, dim)
+			}
+		}
+	}
+	if v := Vector("hello", 0); v == nil || len(v) != 0 {
+		t.Errorf("dim 0: %v", v)
+	}
+
+	// No word at all: one fixed unit vector.
+	fixed := Vector("", 16)
+	for _, x := range fixed {
+		if math.Abs(float64(x)-0.25) > 1e-6 {
+			t.Fatalf("empty input: %v, want all 1/sqrt(16)", fixed)
+		}
+	}
+	for _, in := range []string{"   ", "?!, — …", "the of and", "What is it?"} {
+		if !slices.Equal(Vector(in, 16), fixed) {
+			t.Errorf("Vector(%q) = %v, want the empty-input vector", in, Vector(in, 16))
+		}
+	}
+
+	// Case, punctuation, stopwords and inflections do not matter.
+	same := [][]string{
+		{"running", "runs", "run", "Run!", "the running"},
+		{"bake", "baked", "bakes", "baking", "BAKING."},
+		{"berry", "berries"},
+		{"hive", "hives"},
+		{"stop", "stopped", "stopping", "stops"},
+		{"quick", "quickly"},
+		{"backup", "backups"},
+	}
+	for _, group := range same {
+		for _, w := range group[1:] {
+			if !slices.Equal(Vector(group[0], 64), Vector(w, 64)) {
+				t.Errorf("%q and %q embed differently", group[0], w)
+			}
+		}
+	}
+	if slices.Equal(Vector("bread", 64), Vector("bead", 64)) || slices.Equal(Vector("hello world", 64), Vector("hello", 64)) {
+		t.Error("different words embed the same")
+	}
+	// Shared trigrams make related spellings closer than unrelated words.
+	if a, b := cosine(Vector("postgres", 256), Vector("postgresql", 256)), cosine(Vector("postgres", 256), Vector("beekeeping", 256)); a < 0.2 || a <= b+0.15 {
+		t.Errorf("cos(postgres, postgresql) = %.3f, cos(postgres, beekeeping) = %.3f", a, b)
+	}
+}
+
+func TestWords(t *testing.T) {
+	var got []string
+	for _, w := range words("Don't STOP me now: the café's 2 V8 engines... 東京都 に 日本") {
+		got = append(got, w.text)
+	}
+	want := []string{"don", "stop", "now", "café", "2", "v8", "engin", "東京", "京都", "に", "日本"}
+	if !slices.Equal(got, want) {
+		t.Errorf("words = %q, want %q", got, want)
+	}
+}
+
+// TestVectorSimilarity checks that the embedder behaves like a (weak)
+// embedding model: a question is closer to the passage that answers it
+// than to passages about other things, in both default dimensions.
+func TestVectorSimilarity(t *testing.T) {
+	passages := []string{
+		"To fix a flat bicycle tire, take the wheel off, find the puncture in the inner tube and patch it, then pump the tire back up.",
+		"Sourdough bread rises with a starter of wild yeast; feed the starter with flour and water the day before baking.",
+		"Back up the PostgreSQL database every night with pg_dump, and keep the WAL archive to restore to a point in time.",
+		"Honey bees swarm in late spring when the hive is crowded; beekeepers add supers to give the colony room.",
+		"Employees get 25 days of paid vacation per year; unused vacation days can be carried over until March.",
+		"Espresso is brewed by forcing hot water through finely ground coffee at about nine bars of pressure.",
+	}
+	queries := []struct {
+		q    string
+		want int
+	}{
+		{"how do I repair a punctured tire on my bicycle", 0},
+		{"what do you feed a sourdough starter before you bake bread", 1},
+		{"restoring a postgres database from a pg_dump backup", 2},
+		{"why do bees swarm from a crowded hive", 3},
+		{"how many vacation days do employees get each year", 4},
+		{"what pressure does an espresso machine use to brew coffee", 5},
+	}
+	for _, dim := range []int{256, 64} {
+		vecs := make([][]float32, len(passages))
+		for i, p := range passages {
+			vecs[i] = Vector(p, dim)
+		}
+		var related, unrelated []float64
+		for _, q := range queries {
+			qv := Vector(q.q, dim)
+			best, bestSim := -1, -2.0
+			for i, v := range vecs {
+				sim := cosine(qv, v)
+				if sim > bestSim {
+					best, bestSim = i, sim
+				}
+				if i == q.want {
+					related = append(related, sim)
+				} else {
+					unrelated = append(unrelated, sim)
+				}
+			}
+			if best != q.want {
+				t.Errorf("dim %d: %q is closest to passage %d (%.3f), want %d (%.3f)", dim, q.q, best, bestSim, q.want, cosine(qv, vecs[q.want]))
+			}
+		}
+		mean := func(xs []float64) float64 {
+			var s float64
+			for _, x := range xs {
+				s += x
+			}
+			return s / float64(len(xs))
+		}
+		r, u := mean(related), mean(unrelated)
+		t.Logf("dim %d: mean cosine related %.3f, unrelated %.3f", dim, r, u)
+		if r < 0.25 || u > 0.1 || r < u+0.2 {
+			t.Errorf("dim %d: mean cosine related %.3f, unrelated %.3f: not clearly apart", dim, r, u)
+		}
+	}
+	// Two texts about the same thing in different sentences are closer
+	// than two unrelated texts.
+	a := Vector("The bees were busy in the hive all summer, making honey.", 256)
+	b := Vector("A strong colony of honey bees can fill a hive super in July.", 256)
+	c := Vector("Restore the database backup before upgrading the server.", 256)
+	if ab, ac := cosine(a, b), cosine(a, c); ab < 0.3 || ab < ac+0.25 {
+		t.Errorf("cos(bees, bees) = %.3f, cos(bees, database) = %.3f", ab, ac)
+	}
+}
+
+func TestEmbedModelsWithDifferentDimensions(t *testing.T) {
+	s := New(t)
+	c := client(t, s)
+	ctx := ctxT(t)
+	in := []string{"sourdough starter", "pg_dump backups"}
+	for _, tc := range []struct {
+		model string
+		dim   int
+	}{{"embedder", 256}, {"embedder-small", 64}, {"EMBEDDER-SMALL:latest", 64}} {
+		resp, err := c.Embed(ctx, &api.EmbedRequest{Model: tc.model, Input: in})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.model, err)
+		}
+		for i, v := range resp.Embeddings {
+			if !slices.Equal(v, Vector(in[i], tc.dim)) {
+				t.Errorf("%s: embedding %d is not Vector(input, %d)", tc.model, i, tc.dim)
+			}
+		}
+	}
+	// "dimensions" cuts and re-normalises.
+	resp, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: "sourdough starter", Dimensions: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := normalize(Vector("sourdough starter", 256)[:16])
+	if !slices.Equal(resp.Embeddings[0], want) {
+		t.Errorf("dimensions 16: %v, want %v", resp.Embeddings[0], want)
+	}
+	// The default embedding length of an embedding model that sets none.
+	s2 := New(t, WithModels(Model{Name: "e", Capabilities: []string{CapEmbedding}}))
+	resp, err = client(t, s2).Embed(ctx, &api.EmbedRequest{Model: "e", Input: "x"})
+	if err != nil || len(resp.Embeddings[0]) != 256 {
+		t.Errorf("default length: %v %d", err, len(resp.Embeddings))
+	}
+}
+
+func TestEmbedTruncation(t *testing.T) {
+	s := New(t)
+	c := client(t, s)
+	ctx := ctxT(t)
+	// embedder-small: 512 tokens of 4 characters.
+	long := strings.Repeat("bread ", 500) + strings.Repeat("bees ", 200) // 4000 runes
+	resp, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder-small", Input: []string{long, "short one"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(resp.Embeddings[0], Vector(long[:2048], 64)) {
+		t.Error("long input not truncated to the context (2048 runes)")
+	}
+	if resp.PromptEvalCount != 512+3 {
+		t.Errorf("prompt_eval_count = %d, want 512 + 3", resp.PromptEvalCount)
+	}
+	// num_ctx lowers the context.
+	resp, err = c.Embed(ctx, &api.EmbedRequest{Model: "embedder-small", Input: long, Options: map[string]any{"num_ctx": 100}})
+	if err != nil || !slices.Equal(resp.Embeddings[0], Vector(long[:400], 64)) || resp.PromptEvalCount != 100 {
+		t.Errorf("num_ctx 100: %v, prompt_eval_count %d", err, resp.PromptEvalCount)
+	}
+	// The bigger model's context holds it all.
+	resp, err = c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: long})
+	if err != nil || !slices.Equal(resp.Embeddings[0], Vector(long, 256)) || resp.PromptEvalCount != 1000 {
+		t.Errorf("embedder: %v, prompt_eval_count %d", err, resp.PromptEvalCount)
+	}
+	// "truncate": false fails instead.
+	_, err = c.Embed(ctx, &api.EmbedRequest{Model: "embedder-small", Input: []string{"ok", long}, Truncate: ptr(false)})
+	var se api.StatusError
+	if !errors.As(err, &se) || se.StatusCode != 400 || se.ErrorMessage != ErrInputTooLong {
+		t.Errorf("truncate false: %#v", err)
+	}
+	if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder-small", Input: "fits", Truncate: ptr(false)}); err != nil {
+		t.Errorf("truncate false, short input: %v", err)
+	}
+}
+
+func TestEmbedRequestsAreRecorded(t *testing.T) {
+	s := New(t)
+	c := client(t, s)
+	ctx := ctxT(t)
+	_, _ = c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: "one"})
+	_, _ = c.Embed(ctx, &api.EmbedRequest{Model: "embedder-small", Input: []string{"a", "b", "c"}})
+	_, _ = c.Embed(ctx, &api.EmbedRequest{Model: "embedder"})
+	_, _ = c.Embed(ctx, &api.EmbedRequest{Model: "tiny", Input: []string{"a", "b"}})
+	_, _ = c.Embed(ctx, &api.EmbedRequest{Model: "nope", Input: "x"})
+	_, _ = c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: []any{"a", 1}})
+	_, _ = c.Embeddings(ctx, &api.EmbeddingRequest{Model: "embedder", Prompt: "legacy"})
+	want := []EmbedRecord{
+		{Model: "embedder", Inputs: 1, Status: 200},
+		{Model: "embedder-small", Inputs: 3, Status: 200},
+		{Model: "embedder", Inputs: 0, Status: 200},
+		{Model: "tiny", Inputs: 2, Status: 501},
+		{Model: "nope", Inputs: 1, Status: 404},
+		{Model: "embedder", Inputs: 2, Status: 400},
+	}
+	if got := s.EmbedRequests(); !slices.Equal(got, want) {
+		t.Errorf("records = %+v\nwant      %+v", got, want)
+	}
+	if len(s.Requests()) != 0 || s.MaxConcurrentEmbeds() != 1 {
+		t.Errorf("chat records %d, max concurrent embeds %d", len(s.Requests()), s.MaxConcurrentEmbeds())
+	}
+	// A body that does not decode is recorded too.
+	resp, err := http.Post(s.URL+"/api/embed", "application/json", strings.NewReader("{"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := s.EmbedRequests(); len(got) != 7 || got[6] != (EmbedRecord{Status: 400}) {
+		t.Errorf("bad body record: %+v", got[len(got)-1])
+	}
+}
+
+func TestFailEmbeds(t *testing.T) {
+	s := New(t)
+	c := client(t, s)
+	ctx := ctxT(t)
+	s.FailEmbeds(2, http.StatusServiceUnavailable)
+	var se api.StatusError
+	for i := range 2 {
+		_, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: []string{"a", "b"}})
+		if !errors.As(err, &se) || se.StatusCode != 503 || se.ErrorMessage != "fake: embedding failed" {
+			t.Errorf("request %d: %#v", i, err)
+		}
+	}
+	if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: []string{"a", "b"}}); err != nil {
+		t.Errorf("third request: %v", err)
+	}
+	// Failures come before any check; status 0 means 500.
+	s.FailEmbeds(1, 0)
+	_, err := c.Embed(ctx, &api.EmbedRequest{Model: "nope", Input: "x"})
+	if !errors.As(err, &se) || se.StatusCode != 500 || se.ErrorMessage != EmbedFailedText {
+		t.Errorf("status 0: %#v", err)
+	}
+	// The raw body is what Ollama sends for errors.
+	s.FailEmbeds(1, http.StatusTooManyRequests)
+	resp, err := http.Post(s.URL+"/api/embed", "application/json", strings.NewReader(`{"model":"embedder","input":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || string(body) != `{"error":"fake: embedding failed"}` {
+		t.Errorf("raw: %d %s", resp.StatusCode, body)
+	}
+	// n <= 0 cancels pending failures.
+	s.FailEmbeds(5, 503)
+	s.FailEmbeds(0, 503)
+	if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: "x"}); err != nil {
+		t.Errorf("after FailEmbeds(0): %v", err)
+	}
+	// Chat and the legacy endpoint are not affected.
+	s.FailEmbeds(1, 503)
+	if _, err := c.Embeddings(ctx, &api.EmbeddingRequest{Model: "embedder", Prompt: "x"}); err != nil {
+		t.Errorf("legacy endpoint: %v", err)
+	}
+	if _, err := collect(t, c, ctx, &api.ChatRequest{Model: "tiny", Messages: user("x")}); err != nil {
+		t.Errorf("chat: %v", err)
+	}
+	var statuses []int
+	for _, r := range s.EmbedRequests() {
+		statuses = append(statuses, r.Status)
+	}
+	if want := []int{503, 503, 200, 500, 429, 200}; !slices.Equal(statuses, want) {
+		t.Errorf("statuses = %v, want %v", statuses, want)
+	}
+	if recs := s.EmbedRequests(); recs[0] != (EmbedRecord{Model: "embedder", Inputs: 2, Status: 503}) || recs[3].Model != "nope" {
+		t.Errorf("failed requests recorded as %+v", recs)
+	}
+}
+
+// embedActive is how many /api/embed requests are being served.
+func (s *Server) embedActiveNow() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.embedActive
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestEmbedDelayAndConcurrency(t *testing.T) {
+	const delay = 200 * time.Millisecond
+	s := New(t, WithEmbedDelay(delay))
+	c := client(t, s)
+	ctx := ctxT(t)
+
+	// Sequential requests: one at a time, each waits the delay.
+	start := time.Now()
+	for range 2 {
+		if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: []string{"a", "b", "c"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if el := time.Since(start); el < 2*delay {
+		t.Errorf("2 requests took %v, want >= %v", el, 2*delay)
+	}
+	if n := s.MaxConcurrentEmbeds(); n != 1 {
+		t.Errorf("max concurrent after sequential requests = %d", n)
+	}
+
+	// A client bounded to 2 requests at a time.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for range 6 {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: "x"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := s.MaxConcurrentEmbeds(); n != 2 {
+		t.Errorf("max concurrent with a bound of 2 = %d", n)
+	}
+
+	// Unbounded: all 5 overlap.
+	for range 5 {
+		wg.Go(func() {
+			if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: "x"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := s.MaxConcurrentEmbeds(); n != 5 {
+		t.Errorf("max concurrent unbounded = %d, want 5", n)
+	}
+	if n := s.embedActiveNow(); n != 0 {
+		t.Errorf("%d embeds still active", n)
+	}
+	// Injected failures do not wait.
+	s.FailEmbeds(1, 503)
+	start = time.Now()
+	if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: "x"}); err == nil || time.Since(start) >= delay {
+		t.Errorf("injected failure: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestEmbedDelayHonoursCancellation(t *testing.T) {
+	s := New(t, WithEmbedDelay(time.Minute))
+	c := client(t, s)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Embed(ctx, &api.EmbedRequest{Model: "embedder", Input: "x"})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Errorf("cancelled embed: %v after %v", err, time.Since(start))
+	}
+	waitFor(t, "the cancelled embed to end", func() bool { return s.embedActiveNow() == 0 })
+	if recs := s.EmbedRequests(); len(recs) != 1 || recs[0] != (EmbedRecord{Model: "embedder", Inputs: 1}) {
+		t.Errorf("records = %+v", recs)
+	}
+
+	// SetDown cuts a waiting request.
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Embed(context.Background(), &api.EmbedRequest{Model: "embedder", Input: "x"})
+		errc <- err
+	}()
+	waitFor(t, "the second embed", func() bool { return s.embedActiveNow() == 1 })
+	s.SetDown(true)
+	select {
+	case err := <-errc:
+		var ue *url.Error
+		if !errors.As(err, &ue) {
+			t.Errorf("embed cut by SetDown: %v (%T)", err, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("SetDown did not cut the waiting embed")
+	}
+	s.SetDown(false)
+
+	// Close does not wait for the delay.
+	go func() {
+		_, err := c.Embed(context.Background(), &api.EmbedRequest{Model: "embedder", Input: "x"})
+		errc <- err
+	}()
+	waitFor(t, "the third embed", func() bool { return s.embedActiveNow() == 1 })
+	start = time.Now()
+	s.Close()
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("Close took %v", el)
+	}
+	if err := <-errc; err == nil {
+		t.Error("embed succeeded across Close")
 	}
 }
 
