@@ -1,0 +1,155 @@
+// Command rag measures knowledge bases: retrieval quality on the evaluation
+// set in rag/testdata/eval (-mode eval, `make eval-rag`), and ingestion
+// throughput and retrieval latency at scale (-mode bench, part of
+// `make bench`).
+//
+// It starts a throwaway PostgreSQL cluster (or uses -database-url) and, by
+// default, the in-repo fake Ollama, whose embeddings are a deterministic
+// lexical model (hashed words and trigrams). With -ollama and -embed-model it
+// uses a real Ollama server instead, for numbers with a real embedding model.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"weft/chat"
+	"weft/db"
+	"weft/internal/fakeollama"
+	"weft/rag"
+)
+
+func main() {
+	mode := flag.String("mode", "eval", "eval (retrieval quality) or bench (ingestion and latency)")
+	dbURL := flag.String("database-url", "", "use this database instead of a throwaway cluster")
+	ollama := flag.String("ollama", "", "a real Ollama server (default: the in-repo fake)")
+	model := flag.String("embed-model", "embedder", "embedding model")
+	corpus := flag.String("corpus", "rag/testdata/eval", "evaluation set (corpus/ and questions.json)")
+	chunks := flag.Int("chunks", 100_000, "bench: chunks in the knowledge base")
+	queries := flag.Int("queries", 200, "bench: retrieval queries timed")
+	out := flag.String("out", "", "also write the report here")
+	weights := flag.String("weights", "1,0.5,0.3", "eval: vector weights of the hybrid variants (comma-separated)")
+	flag.Parse()
+
+	var w io.Writer = os.Stdout
+	if *out != "" {
+		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+			fail(err)
+		}
+		f, err := os.Create(*out)
+		if err != nil {
+			fail(err)
+		}
+		defer f.Close()
+		w = io.MultiWriter(os.Stdout, f)
+	}
+	ctx := context.Background()
+	e, cleanup, err := setup(ctx, *dbURL, *ollama)
+	if err != nil {
+		fail(err)
+	}
+	defer cleanup()
+	switch *mode {
+	case "eval":
+		var ws []float64
+		for _, f := range strings.Split(*weights, ",") {
+			v, perr := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if perr != nil || v <= 0 {
+				fail(fmt.Errorf("-weights: %q is not a positive number", f))
+			}
+			ws = append(ws, v)
+		}
+		err = evaluate(ctx, w, e, *corpus, *model, ws)
+	case "bench":
+		err = benchmark(ctx, w, e, *model, *chunks, *queries)
+	default:
+		err = fmt.Errorf("unknown -mode %q", *mode)
+	}
+	if err != nil {
+		cleanup()
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "rag:", err)
+	os.Exit(1)
+}
+
+// env is a migrated database, a rag service and a user with a workspace.
+type env struct {
+	store *db.DB
+	svc   *rag.Service
+	user  db.User
+	ws    db.Workspace
+	host  string
+}
+
+func setup(ctx context.Context, dbURL, ollama string) (*env, func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+		cleanups = nil
+	}
+	if dbURL == "" {
+		dir, err := os.MkdirTemp("", "weft-rag-")
+		if err != nil {
+			return nil, cleanup, err
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+		pg, err := db.StartEmbedded(ctx, filepath.Join(dir, "postgres"))
+		if err != nil {
+			return nil, cleanup, err
+		}
+		cleanups = append(cleanups, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = pg.Stop(sctx)
+		})
+		dbURL = pg.URL
+	}
+	store, err := db.Open(ctx, dbURL)
+	if err != nil {
+		return nil, cleanup, err
+	}
+	cleanups = append(cleanups, store.Close)
+	if _, err := store.Migrate(ctx); err != nil {
+		return nil, cleanup, err
+	}
+	if ollama == "" {
+		fake := fakeollama.Start()
+		cleanups = append(cleanups, fake.Close)
+		ollama = fake.URL
+	}
+	u, err := url.Parse(ollama)
+	if err != nil {
+		return nil, cleanup, err
+	}
+	svc, err := rag.New(store, chat.NewOllamaClient(u), rag.Config{OllamaHost: ollama, Workers: 2, EmbedConcurrency: 2})
+	if err != nil {
+		return nil, cleanup, err
+	}
+	if err := svc.Start(ctx); err != nil {
+		return nil, cleanup, err
+	}
+	cleanups = append(cleanups, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = svc.Stop(sctx)
+	})
+	user, ws, err := store.CreateUser(ctx, fmt.Sprintf("bench-%d@example.com", time.Now().UnixNano()), "", "x")
+	if err != nil {
+		return nil, cleanup, err
+	}
+	return &env{store: store, svc: svc, user: user, ws: ws, host: ollama}, cleanup, nil
+}
