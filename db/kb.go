@@ -27,12 +27,13 @@ type KnowledgeBase struct {
 	PendingModel  string    `db:"pending_model"`
 	PendingDims   int       `db:"pending_dims"`
 	PendingError  string    `db:"pending_error"`
+	Chunks        int       `db:"chunks"` // chunks of ready documents
 	CreatedAt     time.Time `db:"created_at"`
 	UpdatedAt     time.Time `db:"updated_at"`
 }
 
 const kbCols = `id, workspace_id, owner_id, name, embed_model, dims, chunk_size, chunk_overlap, top_k,
-	min_similarity, generation, pending_model, pending_dims, pending_error, created_at, updated_at`
+	min_similarity, generation, pending_model, pending_dims, pending_error, chunks, created_at, updated_at`
 
 // Document statuses.
 const (
@@ -246,9 +247,22 @@ func (d *DB) Document(ctx context.Context, user, id int64) (Document, error) {
 	return doc, mapErr(err)
 }
 
-// DeleteDocument removes a document with its file and chunks.
+// DeleteDocument removes a document with its file and chunks (and its
+// words from the knowledge base's counts).
 func (d *DB) DeleteDocument(ctx context.Context, user, id int64) error {
-	return execOne(ctx, d.Pool, "DELETE FROM kb_documents WHERE id = $1 AND owner_id = $2", id, user)
+	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		var kb int64
+		var status string
+		if err := tx.QueryRow(ctx, "SELECT kb_id, status FROM kb_documents WHERE id = $1 AND owner_id = $2 FOR UPDATE", id, user).Scan(&kb, &status); err != nil {
+			return err
+		}
+		if status == DocReady {
+			if err := countWords(ctx, tx, kb, id, -1); err != nil {
+				return err
+			}
+		}
+		return execOne(ctx, tx, "DELETE FROM kb_documents WHERE id = $1", id)
+	}))
 }
 
 // RequeueDocument puts a failed document back in the queue (enqueue runs in
@@ -364,14 +378,43 @@ func (d *DB) SetDocumentFormat(ctx context.Context, doc int64, format string) er
 	return err
 }
 
-// FinishIngest settles a document: ready, or failed with a message for the
-// user.
+// FinishIngest settles a document: ready (its words join the knowledge
+// base's word counts), or failed with a message for the user.
 func (d *DB) FinishIngest(ctx context.Context, doc int64, failure string) error {
 	status := DocReady
 	if failure != "" {
 		status = DocFailed
 	}
-	_, err := d.Pool.Exec(ctx, `UPDATE kb_documents SET status = $2, error = $3,
-		progress = CASE WHEN $2 = 'ready' THEN 1 ELSE progress END, updated_at = now() WHERE id = $1`, doc, status, failure)
+	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		var kb int64
+		var was string
+		if err := tx.QueryRow(ctx, "SELECT kb_id, status FROM kb_documents WHERE id = $1 FOR UPDATE", doc).Scan(&kb, &was); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE kb_documents SET status = $2, error = $3,
+			progress = CASE WHEN $2 = 'ready' THEN 1 ELSE progress END, updated_at = now() WHERE id = $1`, doc, status, failure); err != nil {
+			return err
+		}
+		if status != DocReady || was == DocReady {
+			return nil
+		}
+		return countWords(ctx, tx, kb, doc, 1)
+	}))
+}
+
+// countWords adds (sign 1) or removes (sign -1) a document's chunks to the
+// knowledge base's word counts. The document's generation is the current
+// one: its words do not depend on the embedding model.
+func countWords(ctx context.Context, tx pgx.Tx, kb, doc int64, sign int) error {
+	// ts_stat runs the inner query itself: the id is an integer, formatted.
+	_, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO kb_lexemes (kb_id, word, chunks)
+		SELECT $1, word, $2 * ndoc FROM ts_stat('SELECT tsv FROM kb_chunks c
+			WHERE c.document_id = %d AND c.generation = (SELECT generation FROM knowledge_bases WHERE id = c.kb_id)')
+		ON CONFLICT (kb_id, word) DO UPDATE SET chunks = kb_lexemes.chunks + EXCLUDED.chunks`, doc), kb, sign)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE knowledge_bases SET chunks = chunks + $2 * (SELECT count(*) FROM kb_chunks c
+		WHERE c.document_id = $3 AND c.generation = knowledge_bases.generation) WHERE id = $1`, kb, sign, doc)
 	return err
 }

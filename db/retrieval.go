@@ -83,11 +83,60 @@ func VectorSearchSQL(dims int) string {
 		ORDER BY c.embedding::vector(%[1]d) <=> $1::vector(%[1]d) LIMIT $5`, dims)
 }
 
+// commonShare: a word in more than this share of a knowledge base's chunks
+// (and in more than commonMin of them) is left out of full-text queries.
+const (
+	commonShare = 0.05
+	commonMin   = 1000
+)
+
+// searchWords leaves out the words that most chunks of the knowledge base
+// hold (keeping the rarest word when all of them are common).
+func (d *DB) searchWords(ctx context.Context, kb KnowledgeBase, words []string) ([]string, error) {
+	limit := max(commonMin, int(commonShare*float64(kb.Chunks)))
+	if kb.Chunks <= limit {
+		return words, nil
+	}
+	rows, err := d.Pool.Query(ctx, "SELECT word, chunks FROM kb_lexemes WHERE kb_id = $1 AND word = ANY($2)", kb.ID, words)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for rows.Next() {
+		var w string
+		var n int
+		if err := rows.Scan(&w, &n); err != nil {
+			return nil, err
+		}
+		counts[w] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var keep []string
+	rarest, rarestN := "", -1
+	for _, w := range words {
+		n := counts[w]
+		if n <= limit {
+			keep = append(keep, w)
+		}
+		if rarestN < 0 || n < rarestN {
+			rarest, rarestN = w, n
+		}
+	}
+	if len(keep) == 0 && rarest != "" {
+		keep = []string{rarest}
+	}
+	return keep, nil
+}
+
 // TextSearch returns the chunks matching any of the words (lexemes of the
-// 'simple' configuration), best ts_rank first.
+// 'simple' configuration), best ts_rank first. Words most chunks hold are
+// left out (searchWords).
 func (d *DB) TextSearch(ctx context.Context, user int64, kb KnowledgeBase, words []string, limit int) ([]ChunkHit, error) {
-	if len(words) == 0 {
-		return nil, nil
+	words, err := d.searchWords(ctx, kb, words)
+	if err != nil || len(words) == 0 {
+		return nil, err
 	}
 	rows, err := d.Pool.Query(ctx, `WITH q AS (SELECT to_tsquery('simple',
 			array_to_string(array(SELECT quote_literal(w) FROM unnest($1::text[]) w), ' | ')) AS tsq)

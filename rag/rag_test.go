@@ -356,7 +356,7 @@ func mustExecTx(t *testing.T, tx pgx.Tx, sql string) {
 }
 
 // insertChunks adds n chunks with the fake's vectors to a knowledge base.
-func insertChunks(t *testing.T, store *db.DB, user db.User, kb db.KnowledgeBase, n int) {
+func insertChunks(t *testing.T, store *db.DB, user db.User, kb db.KnowledgeBase, n int) db.Document {
 	t.Helper()
 	ctx := context.Background()
 	doc, err := store.AddDocument(ctx, user.ID, kb.ID, db.NewDocument{Name: kb.Name + ".txt", SHA256: fmt.Sprint(kb.ID, "-", n), Data: []byte("x")},
@@ -371,6 +371,43 @@ func insertChunks(t *testing.T, store *db.DB, user db.User, kb db.KnowledgeBase,
 	}
 	if err := store.StoreChunks(ctx, doc, kb.Generation, kb.Dims, cs, 1); err != nil {
 		t.Fatal(err)
+	}
+	if err := store.FinishIngest(ctx, doc.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func TestFullTextLeavesOutWordsMostChunksHold(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, rag.Config{})
+	ctx := context.Background()
+	kb := e.kb(e.user, e.ws, "Numbers", "embedder-small")
+	doc := insertChunks(t, e.store, e.user, kb, 1500)
+	kb, _ = e.store.KB(ctx, e.user.ID, kb.ID)
+	if kb.Chunks != 1500 {
+		t.Fatalf("the knowledge base counts %d chunks, want 1500", kb.Chunks)
+	}
+	// "chunk" and "number" are in every chunk: only "77" narrows the search.
+	hits, err := e.store.TextSearch(ctx, e.user.ID, kb, []string{"chunk", "number", "77"}, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 1 || !strings.Contains(hits[0].Text, "number 77 ") {
+		t.Errorf("%d hits, want only chunk 77: %+v", len(hits), hits)
+	}
+	// Only common words: the rarest is kept, so something is still found.
+	if hits, err = e.store.TextSearch(ctx, e.user.ID, kb, []string{"chunk", "number"}, 5); err != nil || len(hits) != 5 {
+		t.Errorf("only common words: %d hits, %v", len(hits), err)
+	}
+	// Deleting the document takes its words out of the counts.
+	if err := e.store.DeleteDocument(ctx, e.user.ID, doc.ID); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	e.store.Pool.QueryRow(ctx, "SELECT coalesce(sum(chunks), 0) FROM kb_lexemes WHERE kb_id = $1", kb.ID).Scan(&left)
+	if kb, _ = e.store.KB(ctx, e.user.ID, kb.ID); kb.Chunks != 0 || left != 0 {
+		t.Errorf("after deleting the document: %d chunks, %d word counts left", kb.Chunks, left)
 	}
 }
 

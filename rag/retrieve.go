@@ -78,52 +78,21 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Result, error) {
 	var all []Result
 	words := queryWords(q.Text)
 	for _, kb := range q.KBs {
-		n := candidates(topK)
-		byID := map[int64]*Result{}
-		add := func(h db.ChunkHit) *Result {
-			r := byID[h.ChunkID]
-			if r == nil {
-				r = &Result{Source: db.Source{ChunkID: h.ChunkID, DocumentID: h.DocumentID, KBID: kb.ID, KB: kb.Name,
-					Document: h.Document, Page: h.Page, Headings: h.Headings, Text: h.Text}}
-				byID[h.ChunkID] = r
-			}
-			return r
+		found, err := s.searchKB(ctx, q, kb, words, candidates(topK))
+		if err != nil {
+			return nil, err
 		}
-		if q.Mode != TextOnly {
-			ectx, cancel := context.WithTimeout(ctx, time.Minute)
-			vs, err := s.embed(ectx, kb.EmbedModel, []string{q.Text})
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s", ErrSearch, s.describeEmbedError(err, kb.EmbedModel))
-			}
-			hits, err := s.store.VectorSearch(ctx, q.User, kb, vs[0], n)
-			if err != nil {
-				return nil, err
-			}
-			for i, h := range hits {
-				r := add(h)
-				r.VectorRank, r.Similarity = i+1, h.Score
-				r.Fused += q.VectorWeight / float64(rrfK+i+1)
-				if h.Score >= kb.MinSimilarity {
-					r.Relevant = true
+		if len(found) == 0 {
+			// The knowledge base may have switched to another embedding
+			// model since kb was read (its old chunks are gone): search
+			// the current one.
+			if cur, err := s.store.KB(ctx, q.User, kb.ID); err == nil && cur.Generation != kb.Generation {
+				if found, err = s.searchKB(ctx, q, cur, words, candidates(topK)); err != nil {
+					return nil, err
 				}
 			}
 		}
-		if q.Mode != VectorOnly {
-			hits, err := s.store.TextSearch(ctx, q.User, kb, words, n)
-			if err != nil {
-				return nil, err
-			}
-			for i, h := range hits {
-				r := add(h)
-				r.TextRank, r.TextScore = i+1, h.Score
-				r.Fused += 1.0 / float64(rrfK+i+1)
-				r.Relevant = true
-			}
-		}
-		for _, r := range byID {
-			all = append(all, *r)
-		}
+		all = append(all, found...)
 	}
 	slices.SortFunc(all, func(a, b Result) int {
 		switch {
@@ -197,4 +166,58 @@ func queryWords(q string) []string {
 		out = append(out, f)
 	}
 	return out
+}
+
+// searchKB runs the vector and text searches of one knowledge base and fuses
+// their ranks.
+func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, words []string, n int) ([]Result, error) {
+	byID := map[int64]*Result{}
+	var order []int64
+	add := func(h db.ChunkHit) *Result {
+		r := byID[h.ChunkID]
+		if r == nil {
+			r = &Result{Source: db.Source{ChunkID: h.ChunkID, DocumentID: h.DocumentID, KBID: kb.ID, KB: kb.Name,
+				Document: h.Document, Page: h.Page, Headings: h.Headings, Text: h.Text}}
+			byID[h.ChunkID] = r
+			order = append(order, h.ChunkID)
+		}
+		return r
+	}
+	if q.Mode != TextOnly {
+		ectx, cancel := context.WithTimeout(ctx, time.Minute)
+		vs, err := s.embed(ectx, kb.EmbedModel, []string{q.Text})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrSearch, s.describeEmbedError(err, kb.EmbedModel))
+		}
+		hits, err := s.store.VectorSearch(ctx, q.User, kb, vs[0], n)
+		if err != nil {
+			return nil, err
+		}
+		for i, h := range hits {
+			r := add(h)
+			r.VectorRank, r.Similarity = i+1, h.Score
+			r.Fused += q.VectorWeight / float64(rrfK+i+1)
+			if h.Score >= kb.MinSimilarity {
+				r.Relevant = true
+			}
+		}
+	}
+	if q.Mode != VectorOnly {
+		hits, err := s.store.TextSearch(ctx, q.User, kb, words, n)
+		if err != nil {
+			return nil, err
+		}
+		for i, h := range hits {
+			r := add(h)
+			r.TextRank, r.TextScore = i+1, h.Score
+			r.Fused += 1.0 / float64(rrfK+i+1)
+			r.Relevant = true
+		}
+	}
+	out := make([]Result, 0, len(order))
+	for _, id := range order {
+		out = append(out, *byID[id])
+	}
+	return out, nil
 }
