@@ -125,6 +125,14 @@ func TestAKnowledgeBaseAnswersWithCitationsAndSaysWhenNothingIsFound(t *testing.
 		t.Fatalf("documents = %+v, want one ready markdown document", docs)
 	}
 
+	// The retrieval view ranks passages and says how.
+	view := c.Get(fmt.Sprintf("/kb/%d?q=%s", kbID, url.QueryEscape("tram to Alfama")))
+	for _, want := range []string{`data-testid="kb-results"`, "Vector rank", "Text rank", "Fused score", "Tram 28 climbs"} {
+		if !strings.Contains(view.Body, want) {
+			t.Errorf("the retrieval view lacks %q", want)
+		}
+	}
+
 	// Ask with the knowledge base attached from the composer.
 	r = c.Post("/t", url.Values{"workspace_id": {fmt.Sprint(ws.ID)}, "kb_present": {"1"}, "kb": {fmt.Sprint(kbID)},
 		"content": {"Which tram goes through Alfama?"}})

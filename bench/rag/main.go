@@ -35,6 +35,7 @@ func main() {
 	corpus := flag.String("corpus", "rag/testdata/eval", "evaluation set (corpus/ and questions.json)")
 	chunks := flag.Int("chunks", 100_000, "bench: chunks in the knowledge base")
 	queries := flag.Int("queries", 200, "bench: retrieval queries timed")
+	bulk := flag.Bool("bulk", false, "bench: build the HNSW index after loading instead of maintaining it (for -chunks 1000000)")
 	out := flag.String("out", "", "also write the report here")
 	weights := flag.String("weights", "1,0.5,0.3", "eval: vector weights of the hybrid variants (comma-separated)")
 	flag.Parse()
@@ -69,7 +70,7 @@ func main() {
 		}
 		err = evaluate(ctx, w, e, *corpus, *model, ws)
 	case "bench":
-		err = benchmark(ctx, w, e, *model, *chunks, *queries)
+		err = benchmark(ctx, w, e, *model, *chunks, *queries, *bulk)
 	default:
 		err = fmt.Errorf("unknown -mode %q", *mode)
 	}
