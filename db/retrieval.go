@@ -83,17 +83,21 @@ func VectorSearchSQL(dims int) string {
 		ORDER BY c.embedding::vector(%[1]d) <=> $1::vector(%[1]d) LIMIT $5`, dims)
 }
 
-// commonShare: a word in more than this share of a knowledge base's chunks
-// (and in more than commonMin of them) is left out of full-text queries.
+// A word held by more than commonShare of a knowledge base's chunks —
+// at least commonMin chunks, at most commonMax — is left out of full-text
+// queries: ranking every chunk that holds it costs time in proportion to
+// the knowledge base (about 5 µs a chunk) and says little about relevance.
 const (
 	commonShare = 0.05
-	commonMin   = 1000
+	commonMin   = 200
+	commonMax   = 2000
 )
 
-// searchWords leaves out the words that most chunks of the knowledge base
-// hold (keeping the rarest word when all of them are common).
+// searchWords leaves out the words that too many chunks of the knowledge
+// base hold. When every word is that common, the text query is skipped (the
+// vector query still runs).
 func (d *DB) searchWords(ctx context.Context, kb KnowledgeBase, words []string) ([]string, error) {
-	limit := max(commonMin, int(commonShare*float64(kb.Chunks)))
+	limit := min(max(commonMin, int(commonShare*float64(kb.Chunks))), commonMax)
 	if kb.Chunks <= limit {
 		return words, nil
 	}
@@ -114,18 +118,10 @@ func (d *DB) searchWords(ctx context.Context, kb KnowledgeBase, words []string) 
 		return nil, err
 	}
 	var keep []string
-	rarest, rarestN := "", -1
 	for _, w := range words {
-		n := counts[w]
-		if n <= limit {
+		if counts[w] <= limit {
 			keep = append(keep, w)
 		}
-		if rarestN < 0 || n < rarestN {
-			rarest, rarestN = w, n
-		}
-	}
-	if len(keep) == 0 && rarest != "" {
-		keep = []string{rarest}
 	}
 	return keep, nil
 }
