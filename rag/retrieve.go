@@ -76,7 +76,7 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Result, error) {
 		}
 	}
 	var all []Result
-	words := queryWords(q.Text)
+	words := QueryWords(q.Text)
 	for _, kb := range q.KBs {
 		found, err := s.searchKB(ctx, q, kb, words, candidates(topK))
 		if err != nil {
@@ -151,9 +151,9 @@ func init() {
 	}
 }
 
-// queryWords turns a question into the words of a full-text query: lower
+// QueryWords turns a question into the words of a full-text query: lower
 // case, letters and digits only, no stopwords, each once.
-func queryWords(q string) []string {
+func QueryWords(q string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, f := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {

@@ -91,6 +91,11 @@ func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, querie
 				return err
 			}
 		}
+		// As the ingestion job does: the document is ready and its words
+		// join the knowledge base's counts.
+		if err := e.store.FinishIngest(ctx, doc.ID, ""); err != nil {
+			return err
+		}
 		store += time.Since(t1)
 		stored += len(rows)
 		if d%20 == 19 {
@@ -138,7 +143,7 @@ func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, querie
 		}
 		vec = append(vec, time.Since(t1))
 		t2 := time.Now()
-		if _, err := e.store.TextSearch(ctx, e.user.ID, kb, strings.Fields(q), 24); err != nil {
+		if _, err := e.store.TextSearch(ctx, e.user.ID, kb, rag.QueryWords(q), 24); err != nil {
 			return err
 		}
 		txt = append(txt, time.Since(t2))
