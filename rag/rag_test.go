@@ -1,6 +1,8 @@
 package rag_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -412,3 +414,61 @@ func TestFullTextLeavesOutWordsMostChunksHold(t *testing.T) {
 }
 
 func pgvectorArg(v []float32) any { return pgvector.NewVector(v) }
+
+// zipBomb is a DOCX whose document.xml expands to more than the reader
+// accepts (200 MB) from a few hundred kilobytes.
+func zipBomb(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, name := range []string{"[Content_Types].xml", "_rels/.rels"} {
+		w, _ := zw.Create(name)
+		w.Write([]byte(`<?xml version="1.0"?><x/>`))
+	}
+	w, err := zw.Create("word/document.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte(`<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>`))
+	zeros := make([]byte, 1<<20)
+	for i := range zeros {
+		zeros[i] = 'a'
+	}
+	for range 210 {
+		w.Write(zeros)
+	}
+	w.Write([]byte(`</w:t></w:r></w:p></w:body></w:document>`))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestHostileFilesEndFailedWithAClearMessageAndBrokenEncodingsAreRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, rag.Config{})
+	kb := e.kb(e.user, e.ws, "Hostile", "embedder")
+	cases := []struct {
+		name, content string
+		status        string
+		errorHas      string
+	}{
+		{"bomb.docx", string(zipBomb(t)), db.DocFailed, "expands to more than"},
+		{"broken.pdf", "%PDF-1.4\n1 0 obj << /Type /Catalog >> garbage garbage\n%%EOF", db.DocFailed, "PDF"},
+		{"latin1.txt", "Caf\xe9 au lait co\xfbte deux euros.\n\nNa\xefve r\xe9sum\xe9.", db.DocReady, ""},
+		{"binary.txt", "\x7fELF\x02\x01\x01\x00\x00\x00\x00 binary \x00\x00", db.DocFailed, "Unsupported file type: Weft reads PDF"},
+	}
+	for _, tc := range cases {
+		d := e.wait(e.user, e.add(e.user, kb, tc.name, tc.content))
+		if d.Status != tc.status || !strings.Contains(d.Error, tc.errorHas) {
+			t.Errorf("%s: %s %q, want %s with %q", tc.name, d.Status, d.Error, tc.status, tc.errorHas)
+		}
+		if strings.Contains(d.Error, "/") && strings.Contains(d.Error, ".go") {
+			t.Errorf("%s: the error shows internals: %q", tc.name, d.Error)
+		}
+	}
+	res, err := e.svc.Search(context.Background(), rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: "café au lait"})
+	if err != nil || len(res) == 0 || !strings.Contains(res[0].Text, "Café au lait") {
+		t.Errorf("Latin-1 text was not repaired into searchable text: %v %+v", err, res)
+	}
+}
