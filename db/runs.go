@@ -154,13 +154,18 @@ func insertAnswer(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64, kind,
 	if model == "" {
 		model = t.Model
 	}
+	meta := map[string]any{}
 	if kind == "" {
 		var err error
-		if kind, err = routeOf(ctx, tx, t); err != nil {
+		var note string
+		if kind, note, err = routeOf(ctx, tx, t, userMsg); err != nil {
 			return Message{}, Run{}, err
 		}
+		if note != "" {
+			meta["route_note"] = note
+		}
 	}
-	meta := map[string]any{"route": kind, "model": model}
+	meta["route"], meta["model"] = kind, model
 	m, err := insertMessage(ctx, tx, t.ID, &userMsg, "assistant", "", MsgStreaming, meta)
 	if err != nil {
 		return Message{}, Run{}, err
@@ -447,16 +452,25 @@ const (
 	RouteRAG  = "rag"
 )
 
+// RouteNoteNoText explains a chat answer in a thread with knowledge bases:
+// the message had no text to search for (files only).
+const RouteNoteNoText = "no-text"
+
 // routeOf chooses the route of a new answer from the thread's state, in the
-// transaction that creates it: knowledge bases attached → rag, else chat.
-// (Every user message has text; files-only input arrives with attachments.)
-func routeOf(ctx context.Context, tx pgx.Tx, t Thread) (string, error) {
-	var hasKB bool
-	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM thread_kbs WHERE thread_id = $1)", t.ID).Scan(&hasKB); err != nil {
-		return "", err
+// transaction that creates it: knowledge bases attached and the user
+// message has text → rag; otherwise chat (with a note when knowledge bases
+// were attached but there was no text to search for).
+func routeOf(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64) (route, note string, err error) {
+	var hasKB, hasText bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM thread_kbs WHERE thread_id = $1),
+			COALESCE((SELECT btrim(content) <> '' FROM messages WHERE id = $2), false)`, t.ID, userMsg).Scan(&hasKB, &hasText); err != nil {
+		return "", "", err
 	}
-	if hasKB {
-		return RouteRAG, nil
+	switch {
+	case hasKB && hasText:
+		return RouteRAG, "", nil
+	case hasKB:
+		return RouteChat, RouteNoteNoText, nil
 	}
-	return RouteChat, nil
+	return RouteChat, "", nil
 }

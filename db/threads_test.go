@@ -213,3 +213,32 @@ func mustExec(t *testing.T, store *db.DB, sql string, args ...any) {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
+
+func TestAMessageWithoutTextInAThreadWithKnowledgeBasesIsAnsweredByChatWithANote(t *testing.T) {
+	t.Parallel()
+	d := testenv.NewDB(t)
+	ctx := context.Background()
+	u, ws, err := d.CreateUser(ctx, "files@example.com", "", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := d.CreateKB(ctx, u.ID, ws.ID, db.KBInput{Name: "Docs", EmbedModel: "embedder", Dims: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withText, err := d.SendMessage(ctx, u.ID, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "What is in the docs?", SetKBs: true, KBs: []int64{kb.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withText.Run.Kind != db.RouteRAG {
+		t.Errorf("a question with text in a thread with a knowledge base: route %s, want rag", withText.Run.Kind)
+	}
+	// Files only (attachments bring such messages): nothing to search for.
+	filesOnly, err := d.SendMessage(ctx, u.ID, db.Send{ThreadID: withText.Thread.ID, Content: ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filesOnly.Run.Kind != db.RouteChat || !strings.Contains(string(filesOnly.Assistant.Metadata), `"route_note": "no-text"`) {
+		t.Errorf("files only: route %s, metadata %s; want chat with a note", filesOnly.Run.Kind, filesOnly.Assistant.Metadata)
+	}
+}

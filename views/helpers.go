@@ -43,6 +43,7 @@ type messageMeta struct {
 	Auto         bool        `json:"auto"`
 	Sources      []db.Source `json:"sources"`       // rag answers
 	NothingFound bool        `json:"nothing_found"` // rag: no relevant source
+	RouteNote    string      `json:"route_note"`    // why the route is not the expected one
 }
 
 func metaOf(m db.Message) messageMeta {
