@@ -180,8 +180,10 @@ func run(cfg config) error {
 	if err := rt.Start(ctx); err != nil {
 		return err
 	}
-	// Ingestion jobs left by a previous life resume here.
-	if err := kb.Start(ctx); err != nil {
+	// Ingestion jobs left by a previous life resume here. Not the signal
+	// context: River takes its cancellation as a hard stop, and running jobs
+	// should get the grace below.
+	if err := kb.Start(context.Background()); err != nil {
 		return err
 	}
 	if problem := rt.Models().Problem(ctx); problem != "" {
@@ -224,7 +226,10 @@ func run(cfg config) error {
 	cancelGrace()
 	jobsCtx, cancelJobs := context.WithTimeout(context.Background(), 5*time.Second)
 	if err := kb.Stop(jobsCtx); err != nil { // unfinished ingestion resumes on the next start
-		slog.Warn("stop ingestion jobs", "err", err)
+		slog.Warn("ingestion jobs still running after 5 s: cancelling them", "err", err)
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = kb.StopAndCancel(cctx)
+		cancel()
 	}
 	cancelJobs()
 	srv.StartShutdown() // open event streams end; browsers reconnect elsewhere

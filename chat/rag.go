@@ -3,6 +3,8 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -109,7 +111,12 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 		if ctx.Err() != nil {
 			return nil, nil, "", ctx.Err()
 		}
-		return nil, nil, "", userFacing{capitalize(err.Error())}
+		var se searchError
+		if errors.As(err, &se) {
+			return nil, nil, "", userFacing{capitalize(err.Error())}
+		}
+		slog.Error("knowledge base search", "run", r.ID, "err", err)
+		return nil, nil, "", userFacing{"The knowledge base could not be searched; the server log has the details. Retry in a moment."}
 	}
 	if len(sources) == 0 {
 		return kbs, nil, nothingFound(kbs), nil
@@ -119,6 +126,10 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 	}
 	return kbs, sources, "", nil
 }
+
+// searchError is implemented by retrieval errors whose text is written for
+// the user (rag.ErrSearch).
+type searchError interface{ UserFacing() bool }
 
 // userFacing is an error whose text is written for the user.
 type userFacing struct{ msg string }

@@ -45,22 +45,25 @@ const (
 
 // Document is a file of a knowledge base.
 type Document struct {
-	ID        int64     `db:"id"`
-	KBID      int64     `db:"kb_id"`
-	OwnerID   int64     `db:"owner_id"`
-	Name      string    `db:"name"`
-	SHA256    string    `db:"sha256"`
-	Size      int64     `db:"size"`
-	Format    string    `db:"format"`
-	Status    string    `db:"status"`
-	Error     string    `db:"error"`
-	Progress  float32   `db:"progress"`
-	Chunks    int       `db:"chunks"`
-	CreatedAt time.Time `db:"created_at"`
-	UpdatedAt time.Time `db:"updated_at"`
+	ID       int64   `db:"id"`
+	KBID     int64   `db:"kb_id"`
+	OwnerID  int64   `db:"owner_id"`
+	Name     string  `db:"name"`
+	SHA256   string  `db:"sha256"`
+	Size     int64   `db:"size"`
+	Format   string  `db:"format"`
+	Status   string  `db:"status"`
+	Error    string  `db:"error"`
+	Progress float32 `db:"progress"`
+	Chunks   int     `db:"chunks"`
+	// The chunking fixed when ingestion first started (0: not started).
+	ChunkSize    int       `db:"chunk_size"`
+	ChunkOverlap int       `db:"chunk_overlap"`
+	CreatedAt    time.Time `db:"created_at"`
+	UpdatedAt    time.Time `db:"updated_at"`
 }
 
-const docCols = "id, kb_id, owner_id, name, sha256, size, format, status, error, progress, chunks, created_at, updated_at"
+const docCols = "id, kb_id, owner_id, name, sha256, size, format, status, error, progress, chunks, chunk_size, chunk_overlap, created_at, updated_at"
 
 // KBInput is what a user sets on a knowledge base.
 type KBInput struct {
@@ -92,11 +95,15 @@ func (d *DB) CreateKB(ctx context.Context, user, workspace int64, in KBInput) (K
 	return kb, mapErr(err)
 }
 
+// MaxDims is the largest embedding an HNSW index of pgvector's vector type
+// takes.
+const MaxDims = 2000
+
 // ensureVectorIndex creates the partial HNSW index for one embedding
 // dimension (cosine distance) if it does not exist yet. Every retrieval query
 // for that dimension names the same expression and predicate, so it is used.
 func ensureVectorIndex(ctx context.Context, q querier, dims int) error {
-	if dims <= 0 || dims > 16000 {
+	if dims <= 0 || dims > MaxDims {
 		return fmt.Errorf("db: embedding dimension %d out of range", dims)
 	}
 	// dims is an int: formatting it into DDL cannot inject anything.
@@ -296,8 +303,13 @@ type IngestTarget struct {
 func (d *DB) StartIngest(ctx context.Context, doc int64) (IngestTarget, error) {
 	var t IngestTarget
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE kb_documents SET status = 'processing', error = '', updated_at = now()
-			WHERE id = $1 RETURNING `+docCols, doc)
+		// A ready document is done: a job run twice (its instance died
+		// before River recorded the end) must not count its words again.
+		rows, err := tx.Query(ctx, `UPDATE kb_documents d SET status = 'processing', error = '', updated_at = now(),
+				chunk_size = CASE WHEN d.chunk_size = 0 THEN k.chunk_size ELSE d.chunk_size END,
+				chunk_overlap = CASE WHEN d.chunk_size = 0 THEN k.chunk_overlap ELSE d.chunk_overlap END
+			FROM knowledge_bases k WHERE d.id = $1 AND k.id = d.kb_id AND d.status IN ('queued', 'processing')
+			RETURNING `+prefixed("d.", docCols), doc)
 		if err != nil {
 			return err
 		}

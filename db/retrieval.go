@@ -57,8 +57,12 @@ func (d *DB) VectorSearch(ctx context.Context, user int64, kb KnowledgeBase, que
 	}
 	var hits []ChunkHit
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL hnsw.iterative_scan = strict_order"); err != nil {
-			return err
+		// A generic plan cached for any knowledge base could pick the HNSW
+		// index for a small one; plan for these very values.
+		for _, set := range []string{"SET LOCAL hnsw.iterative_scan = strict_order", "SET LOCAL plan_cache_mode = force_custom_plan"} {
+			if _, err := tx.Exec(ctx, set); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", max(40, 2*limit))); err != nil {
 			return err
@@ -79,7 +83,7 @@ func (d *DB) VectorSearch(ctx context.Context, user int64, kb KnowledgeBase, que
 func VectorSearchSQL(dims int) string {
 	return fmt.Sprintf(`SELECT `+hitCols+`, 1 - (c.embedding::vector(%[1]d) <=> $1::vector(%[1]d)) AS score
 		FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id
-		WHERE c.dims = %[1]d AND c.kb_id = $2 AND c.owner_id = $3 AND c.generation = $4
+		WHERE c.dims = %[1]d AND c.kb_id = $2 AND c.owner_id = $3 AND c.generation = $4 AND d.status = 'ready'
 		ORDER BY c.embedding::vector(%[1]d) <=> $1::vector(%[1]d) LIMIT $5`, dims)
 }
 
@@ -138,7 +142,7 @@ func (d *DB) TextSearch(ctx context.Context, user int64, kb KnowledgeBase, words
 			array_to_string(array(SELECT quote_literal(w) FROM unnest($1::text[]) w), ' | ')) AS tsq)
 		SELECT `+hitCols+`, ts_rank(c.tsv, q.tsq, 1)::float8 AS score
 		FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id, q
-		WHERE c.tsv @@ q.tsq AND c.kb_id = $2 AND c.owner_id = $3 AND c.generation = $4
+		WHERE c.tsv @@ q.tsq AND c.kb_id = $2 AND c.owner_id = $3 AND c.generation = $4 AND d.status = 'ready'
 		ORDER BY score DESC, c.id LIMIT $5`, words, kb.ID, user, kb.Generation, limit)
 	if err != nil {
 		return nil, err
@@ -214,6 +218,13 @@ func (d *DB) SetSources(ctx context.Context, msg int64, sources any) error {
 // ErrConflict.
 func (d *DB) StartReembed(ctx context.Context, user, kb int64, model string, dims int, enqueue func(tx pgx.Tx, kb KnowledgeBase) error) error {
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		var pending string
+		if err := tx.QueryRow(ctx, "SELECT pending_model FROM knowledge_bases WHERE id = $1 AND owner_id = $2 FOR UPDATE", kb, user).Scan(&pending); err != nil {
+			return err
+		}
+		if pending != "" {
+			return ErrConflict
+		}
 		rows, err := tx.Query(ctx, `UPDATE knowledge_bases SET pending_model = $3, pending_dims = $4, pending_error = '', updated_at = now()
 			WHERE id = $1 AND owner_id = $2 RETURNING `+kbCols, kb, user, model, dims)
 		if err != nil {
@@ -254,13 +265,14 @@ type PendingChunk struct {
 	Page       int      `db:"page"`
 }
 
-// ChunksToReembed returns up to limit chunks of the current generation that
-// have no counterpart in the next one yet.
-func (d *DB) ChunksToReembed(ctx context.Context, kb KnowledgeBase, limit int) ([]PendingChunk, error) {
+// ChunksToReembed returns up to limit chunks of the current generation,
+// after the chunk id after (keyset: each batch costs its own size), that have
+// no counterpart in the next one yet.
+func (d *DB) ChunksToReembed(ctx context.Context, kb KnowledgeBase, after int64, limit int) ([]PendingChunk, error) {
 	rows, err := d.Pool.Query(ctx, `SELECT c.id, c.document_id, c.owner_id, c.position, c.text, c.headings, c.heading, c.page
-		FROM kb_chunks c WHERE c.kb_id = $1 AND c.generation = $2
+		FROM kb_chunks c WHERE c.kb_id = $1 AND c.generation = $2 AND c.id > $3
 		  AND NOT EXISTS (SELECT 1 FROM kb_chunks n WHERE n.document_id = c.document_id AND n.generation = $2 + 1 AND n.position = c.position)
-		ORDER BY c.id LIMIT $3`, kb.ID, kb.Generation, limit)
+		ORDER BY c.id LIMIT $4`, kb.ID, kb.Generation, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -298,8 +310,9 @@ func (d *DB) SwapGeneration(ctx context.Context, kbID int64) (bool, error) {
 		}
 		var missing bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM kb_chunks c WHERE c.kb_id = $1 AND c.generation = $2
-			AND NOT EXISTS (SELECT 1 FROM kb_chunks n WHERE n.document_id = c.document_id AND n.generation = $2 + 1 AND n.position = c.position))`,
-			kb.ID, kb.Generation).Scan(&missing); err != nil {
+			AND NOT EXISTS (SELECT 1 FROM kb_chunks n WHERE n.document_id = c.document_id AND n.generation = $2 + 1 AND n.position = c.position))
+			OR EXISTS (SELECT 1 FROM kb_chunks n WHERE n.kb_id = $1 AND n.generation = $2 + 1 AND n.dims <> $3)`,
+			kb.ID, kb.Generation, kb.PendingDims).Scan(&missing); err != nil {
 			return err
 		}
 		if missing {

@@ -109,6 +109,10 @@ func (h *kbs) create(w http.ResponseWriter, r *http.Request) {
 		h.renderList(w, r, http.StatusUnprocessableEntity, name, fmt.Sprintf("The embedding model %q could not be used: %s", model, embedProblem(err)))
 		return
 	}
+	if dims > db.MaxDims {
+		h.renderList(w, r, http.StatusUnprocessableEntity, name, fmt.Sprintf("The embedding model %q makes vectors of %d dimensions; Weft's index takes at most %d. Choose another model.", model, dims, db.MaxDims))
+		return
+	}
 	kb, err := h.store.CreateKB(r.Context(), u.ID, ws.ID, db.KBInput{Name: name, EmbedModel: model, Dims: dims})
 	if errors.Is(err, db.ErrConflict) {
 		h.renderList(w, r, http.StatusUnprocessableEntity, name, fmt.Sprintf("This workspace already has a knowledge base named %q.", name))
@@ -158,8 +162,12 @@ func (h *kbs) show(w http.ResponseWriter, r *http.Request) {
 			d.SearchError, d.Searched = "The question is longer than 2,000 characters.", false
 		} else {
 			res, err := h.rag.Search(r.Context(), rag.Query{User: u.ID, KBs: []db.KnowledgeBase{kb}, Text: q, All: true, TopK: kb.TopK})
-			if err != nil {
+			switch {
+			case errors.Is(err, rag.ErrSearch):
 				d.SearchError, d.Searched = capitalize(err.Error()), false
+			case err != nil:
+				serverError(w, r, err)
+				return
 			}
 			for _, x := range res {
 				d.Results = append(d.Results, views.KBResult{Source: x.Source, Relevant: x.Relevant})
@@ -382,7 +390,16 @@ func (h *kbs) model(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, r, fmt.Sprintf("The embedding model %q could not be used: %s", model, embedProblem(err)))
 		return
 	}
-	if err := h.store.StartReembed(r.Context(), u.ID, kb.ID, model, dims, h.rag.EnqueueReembed(r.Context())); err != nil {
+	if dims > db.MaxDims {
+		badRequest(w, r, fmt.Sprintf("The embedding model %q makes vectors of %d dimensions; Weft's index takes at most %d.", model, dims, db.MaxDims))
+		return
+	}
+	err = h.store.StartReembed(r.Context(), u.ID, kb.ID, model, dims, h.rag.EnqueueReembed(r.Context()))
+	if errors.Is(err, db.ErrConflict) {
+		badRequest(w, r, "This knowledge base is already moving to another model; wait until it is done.")
+		return
+	}
+	if err != nil {
 		storeError(w, r, err)
 		return
 	}

@@ -44,16 +44,17 @@ func (w *ingestWorker) Work(ctx context.Context, job *river.Job[IngestArgs]) err
 	case err == nil:
 		return s.store.FinishIngest(context.WithoutCancel(ctx), doc, "")
 	case errors.Is(err, db.ErrNotFound):
-		return nil // deleted meanwhile
+		return nil // deleted meanwhile, or ingested already (a job run twice)
 	case errors.As(err, &p):
 		if ferr := s.store.FinishIngest(context.WithoutCancel(ctx), doc, p.msg); ferr != nil {
 			return ferr
 		}
 		return river.JobCancel(err)
 	case job.Attempt >= job.MaxAttempts:
-		msg := "Ingestion kept failing: " + err.Error()
+		slog.Error("ingestion failed for good", "document", doc, "err", err)
+		msg := "Reading this document kept failing (it was tried " + fmt.Sprint(job.MaxAttempts) + " times); the server log has the details. Retry it."
 		if errors.Is(err, errEmbed) {
-			msg = err.Error()
+			msg = strings.TrimPrefix(err.Error(), errEmbed.Error()+": ")
 		}
 		_ = s.store.FinishIngest(context.WithoutCancel(ctx), doc, msg)
 		return err
@@ -86,7 +87,13 @@ func (s *Service) ingest(ctx context.Context, docID int64) error {
 		}
 		return permanent{msg: capitalize(err.Error())}
 	}
-	chunks := Split(blocks, ChunkOptions{Size: t.KB.ChunkSize, Overlap: t.KB.ChunkOverlap})
+	// The chunking fixed when this document was first started: a resumed
+	// attempt cuts it the same way even if the settings changed since.
+	overlap := t.Doc.ChunkOverlap
+	if overlap == 0 {
+		overlap = -1 // Split: negative is "none", 0 the default
+	}
+	chunks := Split(blocks, ChunkOptions{Size: t.Doc.ChunkSize, Overlap: overlap})
 	if len(chunks) == 0 {
 		msg := "No text was found in this file."
 		if format == FormatPDF {
@@ -165,6 +172,7 @@ type reembedWorker struct {
 
 func (w *reembedWorker) Work(ctx context.Context, job *river.Job[ReembedArgs]) error {
 	s := w.s
+	var after int64
 	for {
 		kb, err := s.store.KBForJob(ctx, job.Args.KBID)
 		if errors.Is(err, db.ErrNotFound) {
@@ -176,17 +184,19 @@ func (w *reembedWorker) Work(ctx context.Context, job *river.Job[ReembedArgs]) e
 		if kb.PendingModel == "" {
 			return nil // abandoned or done
 		}
-		chunks, err := s.store.ChunksToReembed(ctx, kb, s.cfg.EmbedBatch)
+		chunks, err := s.store.ChunksToReembed(ctx, kb, after, s.cfg.EmbedBatch)
 		if err != nil {
-			return err
+			return w.giveUp(ctx, job, kb, err)
 		}
 		if len(chunks) == 0 {
 			swapped, err := s.store.SwapGeneration(ctx, kb.ID)
 			if err != nil || swapped {
-				return err
+				return w.giveUp(ctx, job, kb, err)
 			}
-			continue // chunks arrived meanwhile
+			after = 0 // chunks arrived meanwhile: look again from the start
+			continue
 		}
+		after = chunks[len(chunks)-1].ID
 		texts := make([]string, len(chunks))
 		for i, c := range chunks {
 			texts[i] = EmbedText(c.Headings, c.Text)
@@ -217,7 +227,21 @@ func (w *reembedWorker) Work(ctx context.Context, job *river.Job[ReembedArgs]) e
 			return err
 		}
 		if err := s.store.StoreReembedded(ctx, kb, chunks, vs); err != nil {
-			return err
+			return w.giveUp(ctx, job, kb, err)
 		}
 	}
+}
+
+// giveUp abandons the move to another model on the job's last attempt, so
+// the knowledge base is never left waiting for a job that will not run
+// again; earlier attempts just return the error (River retries).
+func (w *reembedWorker) giveUp(ctx context.Context, job *river.Job[ReembedArgs], kb db.KnowledgeBase, err error) error {
+	if err == nil || job.Attempt < job.MaxAttempts {
+		return err
+	}
+	slog.Error("moving a knowledge base to another model failed", "kb", kb.ID, "err", err)
+	if ferr := w.s.store.FailReembed(context.WithoutCancel(ctx), kb.ID, "It kept failing; the server log has the details. Try again."); ferr != nil {
+		return ferr
+	}
+	return err
 }

@@ -196,7 +196,7 @@ func TestTheVectorQueryUsesTheHNSWIndexAndFiltersDoNotStarveIt(t *testing.T) {
 	insertChunks(t, e.store, e.user, other, 3000)
 	insertChunks(t, e.store, e.user, small, 12)
 	insertChunks(t, e.store, e.user, big, 50)
-	mustExec(t, e.store, "ANALYZE kb_chunks")
+	mustExec(t, e.store, "ANALYZE kb_chunks, kb_documents")
 
 	q := fakeollama.Vector("chunk number 5", small.Dims)
 	hits, err := e.store.VectorSearch(ctx, e.user.ID, small, q, 10)

@@ -124,6 +124,17 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Result, error) {
 // ErrSearch wraps a failed search (the message says what to do).
 var ErrSearch = fmt.Errorf("the knowledge base could not be searched")
 
+// SearchError is a failed search whose message is written for the user.
+type SearchError struct{ Msg string }
+
+func (e SearchError) Error() string { return e.Msg }
+
+// UserFacing marks the message as safe to show.
+func (SearchError) UserFacing() bool { return true }
+
+// Is makes errors.Is(err, ErrSearch) hold.
+func (SearchError) Is(target error) bool { return target == ErrSearch }
+
 // Retrieve returns the numbered sources for a rag answer (package chat calls
 // it through its Retriever interface).
 func (s *Service) Retrieve(ctx context.Context, user int64, kbs []db.KnowledgeBase, question string) ([]db.Source, error) {
@@ -188,7 +199,7 @@ func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, wo
 		vs, err := s.embed(ectx, kb.EmbedModel, []string{q.Text})
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrSearch, s.describeEmbedError(err, kb.EmbedModel))
+			return nil, SearchError{Msg: ErrSearch.Error() + ": " + s.describeEmbedError(err, kb.EmbedModel)}
 		}
 		hits, err := s.store.VectorSearch(ctx, q.User, kb, vs[0], n)
 		if err != nil {

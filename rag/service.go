@@ -101,6 +101,9 @@ func (s *Service) Start(ctx context.Context) error { return s.river.Start(ctx) }
 // them (they resume on the next start).
 func (s *Service) Stop(ctx context.Context) error { return s.river.Stop(ctx) }
 
+// StopAndCancel cancels running jobs and waits for them to return.
+func (s *Service) StopAndCancel(ctx context.Context) error { return s.river.StopAndCancel(ctx) }
+
 // MaxFileBytes is the size limit of one uploaded file.
 func (s *Service) MaxFileBytes() int64 { return s.cfg.MaxFileBytes }
 

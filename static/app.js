@@ -253,6 +253,7 @@
     form.querySelectorAll("select").forEach((sel) => {
       sel.querySelectorAll("option").forEach((o) => { o.defaultSelected = o.selected; });
     });
+    form.querySelectorAll('input[type="checkbox"]').forEach((box) => { box.defaultChecked = box.checked; });
   });
   document.addEventListener("htmx:afterRequest", (event) => {
     const form = event.detail && event.detail.elt;

@@ -9,3 +9,8 @@ CREATE TABLE kb_lexemes (
     PRIMARY KEY (kb_id, word)
 );
 ALTER TABLE knowledge_bases ADD COLUMN chunks integer NOT NULL DEFAULT 0;
+
+-- The chunking a document was started with: an ingestion that resumes
+-- after a settings change goes on with the same cuts.
+ALTER TABLE kb_documents ADD COLUMN chunk_size integer NOT NULL DEFAULT 0;
+ALTER TABLE kb_documents ADD COLUMN chunk_overlap integer NOT NULL DEFAULT 0;
