@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // indexed, asks a question and opens the passage the answer cites.
 func TestBrowserKnowledgeBaseFromUploadToCitation(t *testing.T) {
 	t.Parallel()
-	fake := fakeollama.New(t, fakeollama.WithEmbedDelay(150*time.Millisecond))
+	fake := fakeollama.New(t, fakeollama.WithEmbedDelay(400*time.Millisecond))
 	fake.SetScript(citingScript)
 	app := testenv.Start(t, testenv.NewDB(t), testenv.Options{Fake: fake, RAG: rag.Config{EmbedBatch: 2}})
 	u := &trUI{t: t, ctx: testenv.Browser(t, 90*time.Second), app: app}
@@ -38,8 +39,14 @@ func TestBrowserKnowledgeBaseFromUploadToCitation(t *testing.T) {
 	dir := t.TempDir()
 	var guide strings.Builder
 	guide.WriteString(tramGuide)
-	for _, city := range []string{"Porto", "Braga", "Coimbra", "Faro", "Évora", "Sintra"} {
-		guide.WriteString("\n## " + city + "\n\n" + city + " is worth a day; its old town is best seen on foot, early in the morning.\n")
+	// Enough sections for several embedding batches (2 chunks each, 0.4 s
+	// per batch), so that progress can be seen.
+	for i, city := range []string{"Porto", "Braga", "Coimbra", "Faro", "Évora", "Sintra", "Aveiro", "Tomar", "Lagos", "Viseu"} {
+		guide.WriteString("\n## " + city + "\n\n")
+		for j := range 8 {
+			guide.WriteString(fmt.Sprintf("%s (note %d.%d) is worth a day; its old town is best seen on foot, early in the morning, before the tour buses. ", city, i, j))
+		}
+		guide.WriteString("\n")
 	}
 	file := filepath.Join(dir, "lisbon.md")
 	if err := os.WriteFile(file, []byte(guide.String()), 0o644); err != nil {
