@@ -63,8 +63,8 @@ type Assembly struct {
 	CharsPerToken float64 // the calibration used for the estimate
 	Calibrated    bool    // CharsPerToken was learned from this model's counts
 	Sources       db.ContextSources
-	Summary       *db.Message  // the compaction node whose summary was sent
-	Compacted     *db.Message  // a compaction node written for this very request
+	Summary       *db.Message // the compaction node whose summary was sent
+	Compacted     *db.Message // a compaction node written for this very request
 	// CompactionFailed: older turns should have been summarized first, but
 	// the summary could not be written.
 	CompactionFailed bool
@@ -72,9 +72,9 @@ type Assembly struct {
 	RAGSources []db.Source
 	// Direct is an answer given without asking the model (a rag question
 	// with nothing relevant in the knowledge base).
-	Direct string
-	Turns         []db.Message // the path messages sent after the system prompt
-	SystemTokens  int          // estimated tokens of the system message
+	Direct       string
+	Turns        []db.Message // the path messages sent after the system prompt
+	SystemTokens int          // estimated tokens of the system message
 }
 
 // Fill is the estimated share of the context window the prompt takes.

@@ -76,7 +76,6 @@ func TestBrowserKnowledgeBaseFromUploadToCitation(t *testing.T) {
 	// Ask from a new thread with the knowledge base ticked in the composer.
 	u.open("/", `document.querySelector('[data-testid=kb-pick]')`)
 	u.act("ask", chromedp.Steps(
-		trClick(`[data-testid=kb-pick] summary`),
 		trClick(`[data-testid=composer] input[name=kb]`),
 		trSet(trComposer, "Which tram goes through Alfama?"),
 		trClick(`[data-testid=send]`),

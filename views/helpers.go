@@ -110,16 +110,3 @@ func CompactionOf(m db.Message) int64 { return metaOf(m).Usage.CompactionID }
 
 // SourcesOf returns the sources stored on a rag answer.
 func SourcesOf(m db.Message) []db.Source { return metaOf(m).Sources }
-
-func kbCount(attached map[int64]bool) string {
-	n := 0
-	for _, on := range attached {
-		if on {
-			n++
-		}
-	}
-	if n == 0 {
-		return ""
-	}
-	return " (" + strconv.Itoa(n) + ")"
-}

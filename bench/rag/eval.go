@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-
 	"weft/db"
 	"weft/rag"
 )
@@ -156,4 +155,3 @@ func waitReady(ctx context.Context, e *env, kb int64) (int, error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
