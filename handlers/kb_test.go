@@ -133,9 +133,14 @@ func TestAKnowledgeBaseAnswersWithCitationsAndSaysWhenNothingIsFound(t *testing.
 		}
 	}
 
-	// Ask with the knowledge base attached from the composer.
+	// Ask with the knowledge base attached from the composer, as a role:
+	// the rag route goes through the same assembler as chat.
+	role, err := app.Store.CreateRole(ctx, u.ID, db.RoleInput{Name: "Guide", Prompt: "You are a tour guide.", Params: db.RoleParams{Temperature: ptrTo(0.1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r = c.Post("/t", url.Values{"workspace_id": {fmt.Sprint(ws.ID)}, "kb_present": {"1"}, "kb": {fmt.Sprint(kbID)},
-		"content": {"Which tram goes through Alfama?"}})
+		"role": {fmt.Sprint(role.ID)}, "content": {"Which tram goes through Alfama?"}})
 	if r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("send: %d", r.StatusCode)
 	}
@@ -150,6 +155,9 @@ func TestAKnowledgeBaseAnswersWithCitationsAndSaysWhenNothingIsFound(t *testing.
 	if !strings.Contains(sys, "Cite the sources") || !strings.Contains(sys, "[1] lisbon.md, section \"Lisbon travel notes › Trams\"") ||
 		!strings.Contains(sys, "Tram 28 climbs from Martim Moniz") {
 		t.Errorf("the model did not get numbered sources: %q", sys)
+	}
+	if !strings.HasPrefix(sys, "You are a tour guide.\n\n") || req.Options["temperature"] != 0.1 || req.Options["num_ctx"] == nil {
+		t.Errorf("the rag request lacks the role's prompt (first) and parameters: options %v, system %.80q", req.Options, sys)
 	}
 	answer, err := app.Store.Message(ctx, u.ID, *run.AssistantMessageID)
 	if err != nil {
@@ -212,3 +220,5 @@ func TestAKnowledgeBaseAnswersWithCitationsAndSaysWhenNothingIsFound(t *testing.
 		t.Errorf("after delete: %d chunks, %d attachments left", chunks, attached)
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
