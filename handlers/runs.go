@@ -219,11 +219,24 @@ func (h *runs) sendFinal(ctx context.Context, es *eventStream, user int64, m db.
 		v.Branch = b[m.ID]
 	}
 	if m.Status == db.MsgComplete {
-		if t, err := h.store.Thread(ctx, user, m.ThreadID); err == nil && t.TitleState == "provisional" {
-			v.AwaitTitle = true
+		// The page may still show the provisional title even when the
+		// generated one was stored before this event was rendered (it is
+		// written right after the answer): the first answer of a thread
+		// asks for the title, which answers at once when it is there.
+		if t, err := h.store.Thread(ctx, user, m.ThreadID); err == nil && t.TitleState != "user" {
+			v.AwaitTitle = t.TitleState == "provisional" || h.firstAnswer(ctx, user, m)
 		}
 	}
 	return es.sendComponent(ctx, views.EventDone, views.MessageItem(v))
+}
+
+// firstAnswer reports whether m answers the thread's first message.
+func (h *runs) firstAnswer(ctx context.Context, user int64, m db.Message) bool {
+	if m.ParentID == nil {
+		return false
+	}
+	q, err := h.store.Message(ctx, user, *m.ParentID)
+	return err == nil && q.ParentID == nil
 }
 
 // cancel serves POST /runs/{id}/cancel: Stop on a running answer, Cancel on
