@@ -100,7 +100,8 @@ func TestExportThenImportGivesAnEqualTree(t *testing.T) {
 		}
 	}
 	if strings.Contains(md.String(), "with markup") {
-		t.Fatal("the markdown export includes a branch that is not shown")
+		nodes, leaf := shape(t, e.store, e.user.ID, th.ID)
+		t.Fatalf("the markdown export includes a branch that is not shown:\n%s\ntree:\n%s\nleaf %d", md.String(), strings.Join(nodes, "\n"), leaf)
 	}
 }
 

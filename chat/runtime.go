@@ -405,7 +405,10 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 	delete(rt.live, r.ID)
 	rt.mu.Unlock()
 
-	if done && thread.TitleState == "provisional" && len(a.Turns) > 0 {
+	// A title comes from the thread's first exchange only: a later answer
+	// that finishes while that title is still being written must not
+	// replace it with one about its own question.
+	if done && thread.TitleState == "provisional" && len(a.Turns) > 0 && firstQuestion(a.Turns) {
 		question := lastUserText(a.Turns)
 		rt.wg.Add(1)
 		go func() {
@@ -477,6 +480,17 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 	b.Compacted = &node
 	b.RAGSources = sources
 	return b, b.Sources.Thread, err
+}
+
+// firstQuestion reports whether the message answered is the thread's first
+// (a root of the tree).
+func firstQuestion(turns []db.Message) bool {
+	for i := len(turns) - 1; i >= 0; i-- {
+		if turns[i].Role == "user" {
+			return turns[i].ParentID == nil
+		}
+	}
+	return false
 }
 
 // lastUserText is the text of the last user message of turns.
