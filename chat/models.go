@@ -107,11 +107,14 @@ func contextLength(info map[string]any) int {
 }
 
 // ChatModels lists the names of models that can chat, for the composer.
-func (m *Models) ChatModels(ctx context.Context) []string {
+func (m *Models) ChatModels(ctx context.Context) []string { return m.withCapability(ctx, "completion") }
+
+// withCapability lists the names of the models that have a capability.
+func (m *Models) withCapability(ctx context.Context, c string) []string {
 	all, _ := m.List(ctx)
 	var out []string
 	for _, md := range all {
-		if md.Has("completion") {
+		if md.Has(c) {
 			out = append(out, md.Name)
 		}
 	}
@@ -186,13 +189,4 @@ func (m *Models) ContextLength(ctx context.Context, name string) int {
 
 // EmbedModels lists the names of models that make embeddings, for knowledge
 // bases.
-func (m *Models) EmbedModels(ctx context.Context) []string {
-	all, _ := m.List(ctx)
-	var out []string
-	for _, md := range all {
-		if md.Has("embedding") {
-			out = append(out, md.Name)
-		}
-	}
-	return out
-}
+func (m *Models) EmbedModels(ctx context.Context) []string { return m.withCapability(ctx, "embedding") }
