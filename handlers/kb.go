@@ -247,7 +247,7 @@ func (h *kbs) upload(w http.ResponseWriter, r *http.Request) {
 			refused = append(refused, name+": the upload was cut off")
 			continue
 		case int64(len(data)) > max:
-			refused = append(refused, fmt.Sprintf("%s: larger than %d MB", name, max>>20))
+			refused = append(refused, fmt.Sprintf("%s: larger than the limit of %s a file", name, byteSize(max)))
 			continue
 		case len(data) == 0:
 			refused = append(refused, name+": the file is empty")
@@ -498,4 +498,15 @@ func (h *kbs) source(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	notFound(w, r)
+}
+
+// byteSize says a size the way people read it.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%d MB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

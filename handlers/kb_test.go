@@ -16,6 +16,7 @@ import (
 	"weft/db"
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/rag"
 )
 
 const tramGuide = `# Lisbon travel notes
@@ -83,7 +84,7 @@ func citingScript(req *api.ChatRequest) fakeollama.Reply {
 
 func TestAKnowledgeBaseAnswersWithCitationsAndSaysWhenNothingIsFound(t *testing.T) {
 	t.Parallel()
-	app := testenv.Start(t, testenv.NewDB(t), testenv.Options{})
+	app := testenv.Start(t, testenv.NewDB(t), testenv.Options{RAG: rag.Config{MaxFileBytes: 4 << 10}})
 	app.Fake.SetScript(citingScript)
 	ctx := context.Background()
 	c := testenv.NewClient(t, app.TS.URL)
@@ -108,12 +109,14 @@ func TestAKnowledgeBaseAnswersWithCitationsAndSaysWhenNothingIsFound(t *testing.
 		t.Fatalf("knowledge base %+v (%v), want 256 dimensions probed from the model", kb, err)
 	}
 
-	r = upload(t, c, kbID, map[string]string{"lisbon.md": tramGuide, "photo.png": "\x89PNG\r\n\x1a\n binary"})
+	r = upload(t, c, kbID, map[string]string{"lisbon.md": tramGuide, "photo.png": "\x89PNG\r\n\x1a\n binary",
+		"huge.txt": strings.Repeat("too long ", 1000)})
 	if r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("upload: %d %s", r.StatusCode, r.Body)
 	}
 	page := c.Get(fmt.Sprintf("/kb/%d", kbID))
-	if !strings.Contains(page.Body, "1 file(s) added") || !strings.Contains(page.Body, "photo.png: unsupported file type: Weft reads PDF, DOCX, HTML, Markdown, plain text and CSV") {
+	if !strings.Contains(page.Body, "1 file(s) added") || !strings.Contains(page.Body, "photo.png: unsupported file type: Weft reads PDF, DOCX, HTML, Markdown, plain text and CSV") ||
+		!strings.Contains(page.Body, "huge.txt: larger than the limit of 4 KB a file") {
 		t.Errorf("the upload's outcome is not shown: %s", page.Body)
 	}
 	r = upload(t, c, kbID, map[string]string{"copy.md": tramGuide})
