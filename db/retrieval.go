@@ -94,7 +94,7 @@ func VectorSearchSQL(dims int) string {
 const (
 	commonShare = 0.05
 	commonMin   = 200
-	commonMax   = 2000
+	commonMax   = 500
 )
 
 // searchWords leaves out the words that too many chunks of the knowledge
