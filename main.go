@@ -19,6 +19,7 @@ import (
 
 	"github.com/ollama/ollama/envconfig"
 
+	"weft/agent"
 	"weft/chat"
 	"weft/db"
 	"weft/handlers"
@@ -174,8 +175,10 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
+	ag := agent.New(store, kb, agent.NewFetcher().Fetch, agent.Config{DataDir: cfg.dataDir})
 	rt := chat.New(store, ollama, chat.NewModels(ollama, host, cfg.defaultModel, cfg.maxCtx), chat.Config{
 		Instance: cfg.instance, OllamaHost: host, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt, Retriever: kb,
+		Agent: ag,
 	})
 	if err := rt.Start(ctx); err != nil {
 		return err
@@ -194,7 +197,7 @@ func run(cfg config) error {
 		MaxBodyBytes:   cfg.maxBody,
 		MaxUploadBytes: cfg.uploadBytes,
 		EmbedModel:     cfg.embedModel,
-	}, store, rt, kb)
+	}, store, rt, kb, ag)
 	defer srv.Close()
 
 	hs := &http.Server{

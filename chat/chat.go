@@ -41,6 +41,10 @@ type Input struct {
 	// SetKBs attaches exactly KBs to the thread (the composer's kb field).
 	SetKBs bool
 	KBs    []int64
+	// SetAgent turns the thread's agent mode to Agent (the composer's
+	// agent field).
+	SetAgent bool
+	Agent    bool
 }
 
 // Send validates and stores a user message with the assistant message and
@@ -68,6 +72,8 @@ func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, err
 		SettingsFrom: in.From,
 		SetKBs:       in.SetKBs,
 		KBs:          in.KBs,
+		SetAgent:     in.SetAgent,
+		Agent:        in.Agent,
 	})
 	return rt.queued(sent, err)
 }
@@ -99,6 +105,19 @@ func (rt *Runtime) Edit(ctx context.Context, user, message int64, content string
 // Continue goes on writing a stopped or interrupted answer.
 func (rt *Runtime) Continue(ctx context.Context, user, assistantMsg int64) (db.Sent, error) {
 	return rt.queued(rt.store.ContinueAnswer(ctx, user, assistantMsg, ""))
+}
+
+// Resume queues an interrupted agent run again, to go on from its last
+// checkpoint.
+func (rt *Runtime) Resume(ctx context.Context, user, run int64) (db.Run, error) {
+	r, err := rt.store.ResumeRun(ctx, user, run)
+	if err != nil {
+		return db.Run{}, err
+	}
+	if started, ok := rt.kick(r.ThreadID); ok && started.ID == r.ID {
+		r = started
+	}
+	return r, nil
 }
 
 // DeleteMessage removes a message and its subtree; answers being written

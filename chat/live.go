@@ -16,6 +16,8 @@ const (
 	EventThinking                      // thinking text appended (Text)
 	EventStatus                        // the run's status changed (Status)
 	EventDone                          // the run ended; Message is the final answer
+	EventReset                         // the text so far was cleared (an agent's next round)
+	EventStep                          // an agent step was added or changed (read the steps)
 )
 
 // Event is one thing that happened to a live run.
@@ -30,6 +32,7 @@ type Event struct {
 // after it continues exactly from here.
 type Snapshot struct {
 	RunID    int64
+	Kind     string // the run's route
 	Status   string
 	Content  string
 	Thinking string
@@ -43,6 +46,7 @@ const subscriberBuffer = 512
 // watching. The runner never blocks on a subscriber.
 type liveRun struct {
 	id, threadID, msgID, owner int64
+	kind                       string
 
 	mu       sync.Mutex
 	status   string
@@ -56,8 +60,12 @@ type liveRun struct {
 }
 
 func newLiveRun(r db.Run) *liveRun {
+	status := db.RunRunning
+	if r.Status == db.RunWaiting {
+		status = db.RunWaiting // an adopted agent run waiting for the user
+	}
 	return &liveRun{id: r.ID, threadID: r.ThreadID, msgID: *r.AssistantMessageID, owner: r.OwnerID,
-		status: db.RunRunning, subs: map[chan Event]struct{}{}}
+		kind: r.Kind, status: status, subs: map[chan Event]struct{}{}}
 }
 
 // subscribe returns the current state and a channel of everything after it.
@@ -69,7 +77,7 @@ func (l *liveRun) subscribe() (Snapshot, chan Event, bool) {
 	}
 	ch := make(chan Event, subscriberBuffer)
 	l.subs[ch] = struct{}{}
-	return Snapshot{RunID: l.id, Status: l.status, Content: l.content.String(), Thinking: l.thinking.String()}, ch, true
+	return Snapshot{RunID: l.id, Kind: l.kind, Status: l.status, Content: l.content.String(), Thinking: l.thinking.String()}, ch, true
 }
 
 func (l *liveRun) unsubscribe(ch chan Event) {
@@ -91,6 +99,29 @@ func (l *liveRun) append(kind EventKind, text string) {
 		l.content.WriteString(text)
 	}
 	l.publishLocked(Event{Kind: kind, Text: text})
+}
+
+// reset clears the text so far (an agent round ended in tool calls).
+func (l *liveRun) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.content.Reset()
+	l.thinking.Reset()
+	l.publishLocked(Event{Kind: EventReset})
+}
+
+// stepped publishes that an agent step was added or changed.
+func (l *liveRun) stepped() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.publishLocked(Event{Kind: EventStep})
+}
+
+// waiting reports whether the run waits for its user.
+func (l *liveRun) waiting() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.status == db.RunWaiting
 }
 
 // text returns the answer and thinking so far.

@@ -190,3 +190,13 @@ func (m *Models) ContextLength(ctx context.Context, name string) int {
 // EmbedModels lists the names of models that make embeddings, for knowledge
 // bases.
 func (m *Models) EmbedModels(ctx context.Context) []string { return m.withCapability(ctx, "embedding") }
+
+// Supports reports whether a model has a capability; known is false when
+// the model is not on the server (or the server is unreachable).
+func (m *Models) Supports(ctx context.Context, name, capability string) (has, known bool) {
+	md, ok := m.find(ctx, name)
+	if !ok {
+		return false, false
+	}
+	return md.Has(capability), true
+}

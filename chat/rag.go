@@ -134,6 +134,10 @@ type searchError interface{ UserFacing() bool }
 // userFacing is an error whose text is written for the user.
 type userFacing struct{ msg string }
 
+// UserError is an error whose text is shown to the user as is (it must
+// carry no internals).
+func UserError(msg string) error { return userFacing{msg: msg} }
+
 func (u userFacing) Error() string { return u.msg }
 
 func capitalize(s string) string {

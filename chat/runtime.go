@@ -41,6 +41,8 @@ type Store interface {
 	SetSources(ctx context.Context, msg int64, sources any) error
 	Heartbeat(ctx context.Context, instance string) error
 	InterruptOrphanedRuns(ctx context.Context, self string, staleAfter time.Duration) ([]db.Run, error)
+	AdoptWaitingRuns(ctx context.Context, self string, staleAfter time.Duration) ([]db.Run, error)
+	ResumeRun(ctx context.Context, user, run int64) (db.Run, error)
 }
 
 // Chatter is the part of the Ollama client that answers.
@@ -64,6 +66,9 @@ type Config struct {
 	// older turns are summarized before sending (default 0.85; 1 or more:
 	// only when the prompt does not fit).
 	CompactAt float64
+	// Agent executes agent runs (nil: agent answers say the agent is not
+	// available).
+	Agent AgentRunner
 }
 
 // Runtime executes runs.
@@ -125,6 +130,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	if len(interrupted) > 0 {
 		slog.Info("runs interrupted by a previous stop", "count", len(interrupted))
 	}
+	rt.adoptWaiting(ctx, rt.cfg.Instance)
 	rt.kickQueued(ctx, 0)
 	rt.wg.Add(1)
 	go rt.housekeeping()
@@ -162,8 +168,34 @@ func (rt *Runtime) housekeeping() {
 		} else if len(runs) > 0 {
 			slog.Info("runs of a dead instance interrupted", "count", len(runs))
 		}
+		rt.adoptWaiting(ctx, "")
 		rt.kickQueued(ctx, 0)
 		cancel()
+	}
+}
+
+// adoptWaiting takes over agent runs waiting for their user whose instance
+// is gone (self: this instance's previous life), and waits for them here.
+func (rt *Runtime) adoptWaiting(ctx context.Context, self string) {
+	rt.mu.Lock()
+	closing := rt.closing
+	rt.mu.Unlock()
+	if closing {
+		return
+	}
+	runs, err := rt.store.AdoptWaitingRuns(ctx, self, rt.cfg.StaleAfter)
+	if err != nil {
+		slog.Warn("adopt waiting runs", "err", err)
+		return
+	}
+	for _, r := range runs {
+		rt.mu.Lock()
+		_, live := rt.live[r.ID]
+		rt.mu.Unlock()
+		if !live && r.AssistantMessageID != nil {
+			slog.Info("waiting agent run adopted", "run", r.ID)
+			rt.start(r)
+		}
 	}
 }
 
@@ -176,7 +208,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) {
 	rt.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
-		for rt.liveCount() > 0 {
+		for rt.busyCount() > 0 {
 			select {
 			case <-ctx.Done():
 				close(done)
@@ -194,6 +226,20 @@ func (rt *Runtime) Shutdown(ctx context.Context) {
 	rt.mu.Unlock()
 	rt.cancel()
 	rt.wg.Wait()
+}
+
+// busyCount is the number of live runs that are not waiting for their user
+// (a waiting run need not finish before a shutdown: it stays waiting).
+func (rt *Runtime) busyCount() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	n := 0
+	for _, lr := range rt.live {
+		if !lr.waiting() {
+			n++
+		}
+	}
+	return n
 }
 
 func (rt *Runtime) liveCount() int {
@@ -271,7 +317,7 @@ func (rt *Runtime) kickQueued(ctx context.Context, owner int64) {
 
 func (rt *Runtime) start(r db.Run) {
 	lr := newLiveRun(r)
-	if r.Continues {
+	if r.Continues && r.Kind != db.RouteAgent {
 		// Subscribers see the earlier text too; deltas append to it.
 		if m, err := rt.store.Message(rt.ctx, r.OwnerID, *r.AssistantMessageID); err == nil {
 			lr.content.WriteString(m.Content)
@@ -296,6 +342,10 @@ func (rt *Runtime) start(r db.Run) {
 
 // execute runs one chat run to its end.
 func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
+	if r.Kind == db.RouteAgent {
+		rt.executeAgent(ctx, lr, r)
+		return
+	}
 	started := time.Now()
 	fin := db.Finish{Usage: map[string]any{}}
 	var final api.ChatResponse
@@ -386,8 +436,24 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 		}
 	}
 	fin.Usage["wall_ms"] = time.Since(started).Milliseconds()
+	rt.finish(ctx, lr, r, fin)
 
-	// The outcome is written even when the run's context was cancelled.
+	// A title comes from the thread's first exchange only: a later answer
+	// that finishes while that title is still being written must not
+	// replace it with one about its own question.
+	if done && thread.TitleState == "provisional" && len(a.Turns) > 0 && firstQuestion(a.Turns) {
+		question := lastUserText(a.Turns)
+		rt.wg.Add(1)
+		go func() {
+			defer rt.wg.Done()
+			rt.generateTitle(r.OwnerID, thread.ID, model, question, fin.Content)
+		}()
+	}
+}
+
+// finish writes the outcome of a run, even when the run's context was
+// cancelled, and tells its watchers.
+func (rt *Runtime) finish(ctx context.Context, lr *liveRun, r db.Run, fin db.Finish) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	msg, err := rt.store.FinishRun(wctx, r.ID, lr.msgID, fin)
@@ -404,18 +470,52 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 	rt.mu.Lock()
 	delete(rt.live, r.ID)
 	rt.mu.Unlock()
+}
 
-	// A title comes from the thread's first exchange only: a later answer
-	// that finishes while that title is still being written must not
-	// replace it with one about its own question.
-	if done && thread.TitleState == "provisional" && len(a.Turns) > 0 && firstQuestion(a.Turns) {
-		question := lastUserText(a.Turns)
-		rt.wg.Add(1)
-		go func() {
-			defer rt.wg.Done()
-			rt.generateTitle(r.OwnerID, thread.ID, model, question, fin.Content)
-		}()
+// executeAgent runs an agent run through the AgentRunner and settles it
+// like every other run; a run left waiting for its user at shutdown is not
+// settled: it stays waiting for the next instance.
+func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run) {
+	started := time.Now()
+	h := &AgentHost{Run: r, rt: rt, lr: lr}
+	var res AgentResult
+	if rt.cfg.Agent == nil {
+		res.Err = userFacing{msg: "The agent is not available on this server."}
+	} else {
+		res = rt.cfg.Agent.RunAgent(ctx, h)
 	}
+	if res.Detached {
+		lr.end(db.Message{ID: lr.msgID, ThreadID: r.ThreadID, Role: "assistant", Status: db.MsgStreaming})
+		rt.mu.Lock()
+		delete(rt.live, r.ID)
+		rt.mu.Unlock()
+		return
+	}
+	fin := db.Finish{Usage: res.Usage, Meta: res.Meta}
+	if fin.Usage == nil {
+		fin.Usage = map[string]any{}
+	}
+	fin.Content, fin.Thinking = lr.text()
+	switch {
+	case res.Done:
+		fin.RunStatus, fin.MsgStatus = db.RunCompleted, db.MsgComplete
+	case ctx.Err() != nil && lr.reason() == "user":
+		fin.RunStatus, fin.MsgStatus = db.RunCancelled, db.MsgCancelled
+	case ctx.Err() != nil:
+		fin.RunStatus, fin.MsgStatus = db.RunInterrupted, db.MsgInterrupted
+		fin.Error = "The server stopped while the agent was working. Resume it from its last step."
+	default:
+		fin.RunStatus, fin.MsgStatus = db.RunFailed, db.MsgError
+		fin.Error = rt.describe(res.Err, r.Model)
+		if res.Err != nil {
+			var uf userFacing
+			if !errors.As(res.Err, &uf) {
+				slog.Warn("agent run failed", "run", r.ID, "model", r.Model, "err", res.Err)
+			}
+		}
+	}
+	fin.Usage["wall_ms"] = time.Since(started).Milliseconds()
+	rt.finish(ctx, lr, r, fin)
 }
 
 // prepare assembles the run's request, summarizing older turns first when

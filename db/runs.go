@@ -76,6 +76,10 @@ type Send struct {
 	// workspace) before the route is chosen.
 	SetKBs bool
 	KBs    []int64
+	// SetAgent turns the thread's agent mode to Agent before the route is
+	// chosen.
+	SetAgent bool
+	Agent    bool
 }
 
 // Sent is what a send created.
@@ -137,6 +141,12 @@ func (d *DB) SendMessage(ctx context.Context, user int64, s Send) (Sent, error) 
 				return err
 			}
 		}
+		if s.SetAgent && s.Agent != out.Thread.AgentEnabled {
+			if _, err := tx.Exec(ctx, "UPDATE threads SET agent_enabled = $2 WHERE id = $1", out.Thread.ID, s.Agent); err != nil {
+				return err
+			}
+			out.Thread.AgentEnabled = s.Agent
+		}
 		t := out.Thread
 		if out.User, err = insertMessage(ctx, tx, t.ID, t.ActiveLeafID, "user", s.Content, MsgComplete, nil); err != nil {
 			return err
@@ -178,6 +188,12 @@ func insertAnswer(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64, kind,
 	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Run])
 	if err != nil {
 		return Message{}, Run{}, err
+	}
+	if kind == RouteAgent {
+		// The agent run's first step is committed with the send.
+		if _, err := insertStep(ctx, tx, r.ID, StepStart, StepOK, StepData{}); err != nil {
+			return Message{}, Run{}, err
+		}
 	}
 	_, err = tx.Exec(ctx, `UPDATE threads SET active_leaf_id = $2, last_activity_at = now(), updated_at = now()
 		WHERE id = $1`, t.ID, m.ID)
@@ -448,8 +464,9 @@ func prefixed(p, cols string) string {
 
 // Routes that answer a message.
 const (
-	RouteChat = "chat"
-	RouteRAG  = "rag"
+	RouteChat  = "chat"
+	RouteRAG   = "rag"
+	RouteAgent = "agent"
 )
 
 // RouteNoteNoText explains a chat answer in a thread with knowledge bases:
@@ -457,16 +474,20 @@ const (
 const RouteNoteNoText = "no-text"
 
 // routeOf chooses the route of a new answer from the thread's state, in the
-// transaction that creates it: knowledge bases attached and the user
-// message has text → rag; otherwise chat (with a note when knowledge bases
-// were attached but there was no text to search for).
+// transaction that creates it: agent mode on → agent; knowledge bases
+// attached and the user message has text → rag; otherwise chat (with a
+// note when knowledge bases were attached but there was no text to search
+// for).
 func routeOf(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64) (route, note string, err error) {
-	var hasKB, hasText bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM thread_kbs WHERE thread_id = $1),
-			COALESCE((SELECT btrim(content) <> '' FROM messages WHERE id = $2), false)`, t.ID, userMsg).Scan(&hasKB, &hasText); err != nil {
+	var agent, hasKB, hasText bool
+	if err := tx.QueryRow(ctx, `SELECT (SELECT agent_enabled FROM threads WHERE id = $1),
+			EXISTS (SELECT 1 FROM thread_kbs WHERE thread_id = $1),
+			COALESCE((SELECT btrim(content) <> '' FROM messages WHERE id = $2), false)`, t.ID, userMsg).Scan(&agent, &hasKB, &hasText); err != nil {
 		return "", "", err
 	}
 	switch {
+	case agent:
+		return RouteAgent, "", nil
 	case hasKB && hasText:
 		return RouteRAG, "", nil
 	case hasKB:

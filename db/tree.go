@@ -191,6 +191,10 @@ func (d *DB) ContinueAnswer(ctx context.Context, user, message int64, kind strin
 				kind = RouteChat
 			}
 		}
+		if kind == RouteAgent {
+			// An agent answer goes on from its checkpoint (ResumeRun).
+			return ErrNotContinuable
+		}
 		rows, err = tx.Query(ctx, `INSERT INTO runs (thread_id, owner_id, kind, user_message_id, assistant_message_id, model, continues)
 			VALUES ($1, $2, $3, $4, $5, $6, true) RETURNING `+runCols, out.Thread.ID, user, kind, *m.ParentID, m.ID, model)
 		if err != nil {
@@ -367,3 +371,6 @@ func metaModel(meta []byte) string {
 	_ = json.Unmarshal(meta, &m)
 	return m.Model
 }
+
+// MetaRoute is the route recorded on a message's metadata.
+func MetaRoute(meta []byte) string { return metaRoute(meta) }

@@ -9,21 +9,23 @@ import (
 
 // Workspace scopes threads, knowledge bases, tool policy and the default model.
 type Workspace struct {
-	ID           int64     `db:"id"`
-	OwnerID      int64     `db:"owner_id"`
-	Name         string    `db:"name"`
-	RootPath     string    `db:"root_path"`
-	Status       string    `db:"status"`
-	IsDefault    bool      `db:"is_default"`
-	DefaultModel string    `db:"default_model"`
-	CreatedAt    time.Time `db:"created_at"`
-	UpdatedAt    time.Time `db:"updated_at"`
+	ID           int64  `db:"id"`
+	OwnerID      int64  `db:"owner_id"`
+	Name         string `db:"name"`
+	RootPath     string `db:"root_path"`
+	Status       string `db:"status"`
+	IsDefault    bool   `db:"is_default"`
+	DefaultModel string `db:"default_model"`
+	// AgentMaxSteps caps the tool rounds of one agent run.
+	AgentMaxSteps int       `db:"agent_max_steps"`
+	CreatedAt     time.Time `db:"created_at"`
+	UpdatedAt     time.Time `db:"updated_at"`
 }
 
 // Archived reports whether the workspace is archived.
 func (w Workspace) Archived() bool { return w.Status == "archived" }
 
-const workspaceCols = "id, owner_id, name, root_path, status, is_default, default_model, created_at, updated_at"
+const workspaceCols = "id, owner_id, name, root_path, status, is_default, default_model, agent_max_steps, created_at, updated_at"
 
 func insertWorkspace(ctx context.Context, q querier, owner int64, name string, isDefault bool) (Workspace, error) {
 	rows, err := q.Query(ctx, `INSERT INTO workspaces (owner_id, name, is_default) VALUES ($1, $2, $3)

@@ -23,6 +23,16 @@ func (u *trUI) command(text, cond string) {
 	u.do("command "+text, trSet(trComposer, text), trType(trComposer, "\r"), trWaitFor(cond))
 }
 
+// trOpenDetails opens a <details> element by clicking its summary, and
+// waits until it is open and laid out before the next step clicks inside
+// it (a click computed against the closed layout can land elsewhere).
+func trOpenDetails(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		trClick(sel+` summary`),
+		trWaitFor(`document.querySelector('`+sel+`').open`),
+	)
+}
+
 // commandReload is command for commands that load another page.
 func (u *trUI) commandReload(text, cond string) {
 	u.t.Helper()
@@ -74,7 +84,7 @@ func TestBrowserContextChooseARoleForAThread(t *testing.T) {
 	}
 	// Choose no role in the thread's settings: the model gets no persona.
 	u.act("drop the role", chromedp.Steps(
-		trClick(`[data-testid=thread-settings] summary`),
+		trOpenDetails(`[data-testid=thread-settings]`),
 		trSet(`[data-testid=thread-role]`, ""),
 		trSet(`[data-testid=thread-notes]`, "Answer in French."),
 		trClick(`[data-testid=thread-settings-save]`),
@@ -164,7 +174,7 @@ func TestBrowserContextCompactionMarker(t *testing.T) {
 	// not fit; the summary is written first and its marker appears without
 	// a reload.
 	u.act("a small context window", chromedp.Steps(
-		trClick(`[data-testid=thread-settings] summary`),
+		trOpenDetails(`[data-testid=thread-settings]`),
 		trSet(`[data-testid=thread-num-ctx]`, "1024"),
 		trClick(`[data-testid=thread-settings-save]`),
 	), `(document.querySelector('[data-testid=flash]')?.textContent ?? "").includes("Saved")`)
@@ -184,7 +194,7 @@ func TestBrowserContextCompactionMarker(t *testing.T) {
 
 	// Compaction off: the marker says its summary is not used.
 	u.act("switch compaction off", chromedp.Steps(
-		trClick(`[data-testid=thread-settings] summary`),
+		trOpenDetails(`[data-testid=thread-settings]`),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid=thread-compaction]').checked = false`),
 		trClick(`[data-testid=thread-settings-save]`),
 	), `(document.querySelector('[data-testid=flash]')?.textContent ?? "").includes("Saved")`)

@@ -59,5 +59,9 @@ func (h *home) render(w http.ResponseWriter, r *http.Request, status int, u db.U
 		return
 	}
 	c.Action, c.WorkspaceID, c.Models = "/t", ws.ID, s.Models
+	if err := h.shell.agent.composer(r.Context(), u.ID, ws, nil, &c); err != nil {
+		serverError(w, r, err)
+		return
+	}
 	render(w, r, status, views.Page(ws.Name, views.App(s, views.Home(ws, c))))
 }

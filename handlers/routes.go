@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"weft/agent"
 	"weft/chat"
 	"weft/db"
 	"weft/rag"
@@ -65,7 +66,7 @@ func (s *Server) Close() {
 }
 
 // New wires the route table.
-func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service) *Server {
+func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.Agent) *Server {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
@@ -103,6 +104,8 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service) *Server {
 	mg := &manage{store: store, shell: sh}
 	ws := &workspaces{store: store, shell: sh, sessions: sessions}
 	ad := &admin{store: store, shell: sh}
+	ap := &agentPages{store: store, ag: ag, models: rt.Models(), shell: sh, rt: rt}
+	sh.agent = ap
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -186,6 +189,12 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service) *Server {
 			r.Post("/kb/{id}/documents/{doc}/retry", kh.retryDocument)
 			r.Get("/m/{id}/sources/{n}", kh.source)
 			r.Post("/t/{id}/kbs", th.setKBs)
+			r.Get("/tools", ap.settings)
+			r.Post("/tools", ap.saveSettings)
+			r.Post("/steps/{id}/decide", ap.decide)
+			r.Post("/steps/{id}/answer", ap.answer)
+			r.Post("/runs/{id}/resume", ap.resume)
+			r.Get("/t/{id}/debug", ap.debug)
 			r.Get("/settings", st.show)
 			r.Post("/settings/instructions", st.setInstructions)
 

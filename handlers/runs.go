@@ -19,6 +19,8 @@ type runStore interface {
 	Message(ctx context.Context, user, id int64) (db.Message, error)
 	Thread(ctx context.Context, user, id int64) (db.Thread, error)
 	Branches(ctx context.Context, user, thread int64, msgs []db.Message) (map[int64]db.Branch, error)
+	Steps(ctx context.Context, user, run int64) ([]db.Step, error)
+	StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map[int64]db.RunSteps, error)
 }
 
 type runtime interface {
@@ -72,7 +74,7 @@ func (h *runs) events(w http.ResponseWriter, r *http.Request) {
 	defer beat.Stop()
 	// The status the page already shows is not sent again: swapping the run
 	// bar for nothing could swallow a click on its Stop button.
-	lastStatus, lastRemote := r.URL.Query().Get("shown"), ""
+	lastStatus, lastRemote, lastTrace := r.URL.Query().Get("shown"), "", ""
 	var nextDB time.Time
 	for {
 		if snap, events, unsubscribe, ok := h.rt.Subscribe(id); ok {
@@ -95,6 +97,13 @@ func (h *runs) events(w http.ResponseWriter, r *http.Request) {
 				lastStatus = run.Status
 				if es.sendComponent(ctx, views.EventStatus, views.RunBar(run.ID, run.Status)) != nil {
 					return
+				}
+			}
+			if run.Kind == db.RouteAgent {
+				if sig, err := h.sendTraceIfChanged(ctx, es, u.ID, run.ID, lastTrace); err != nil {
+					return
+				} else {
+					lastTrace = sig
 				}
 			}
 			if run.Status != db.RunQueued && run.AssistantMessageID != nil {
@@ -136,6 +145,11 @@ func (h *runs) relay(ctx context.Context, es *eventStream, user int64, snap chat
 	if err := es.send(views.EventSnapshotThinking, html.EscapeString(snap.Thinking)); err != nil {
 		return err
 	}
+	if snap.Kind == db.RouteAgent {
+		if _, err := h.sendTraceIfChanged(ctx, es, user, snap.RunID, ""); err != nil {
+			return err
+		}
+	}
 	var text, thinking strings.Builder
 	flush := func() error {
 		if thinking.Len() > 0 {
@@ -174,6 +188,23 @@ func (h *runs) relay(ctx context.Context, es *eventStream, user int64, snap chat
 					text.WriteString(ev.Text)
 				case chat.EventThinking:
 					thinking.WriteString(ev.Text)
+				case chat.EventReset:
+					// The round's text moved into its step.
+					text.Reset()
+					thinking.Reset()
+					if err := es.send(views.EventSnapshot, ""); err != nil {
+						return err
+					}
+					if err := es.send(views.EventSnapshotThinking, ""); err != nil {
+						return err
+					}
+				case chat.EventStep:
+					if err := flush(); err != nil {
+						return err
+					}
+					if _, err := h.sendTraceIfChanged(ctx, es, user, snap.RunID, ""); err != nil {
+						return err
+					}
 				case chat.EventDone:
 					if err := flush(); err != nil {
 						return err
@@ -189,6 +220,28 @@ func (h *runs) relay(ctx context.Context, es *eventStream, user int64, snap chat
 			}
 		}
 	}
+}
+
+// sendTraceIfChanged renders an agent run's trace from its steps and sends
+// it unless it is the one last sent (sig); it returns the new signature.
+func (h *runs) sendTraceIfChanged(ctx context.Context, es *eventStream, user, run int64, sig string) (string, error) {
+	steps, err := h.store.Steps(ctx, user, run)
+	if err != nil {
+		return sig, nil // the next poll tries again
+	}
+	now := traceSignature(steps)
+	if now == sig {
+		return sig, nil
+	}
+	return now, es.sendComponent(ctx, views.EventTrace, views.Trace(steps, true))
+}
+
+func traceSignature(steps []db.Step) string {
+	var b strings.Builder
+	for _, s := range steps {
+		fmt.Fprintf(&b, "%d:%s:%d;", s.ID, s.Status, s.UpdatedAt.UnixNano())
+	}
+	return b.String()
 }
 
 // next takes another event if one is already waiting.
@@ -215,6 +268,13 @@ func (h *runs) sendDone(ctx context.Context, es *eventStream, user int64, run db
 
 func (h *runs) sendFinal(ctx context.Context, es *eventStream, user int64, m db.Message) error {
 	v := views.MessageView{Message: m, Models: h.models.ChatModels(ctx)}
+	if db.MetaRoute(m.Metadata) == db.RouteAgent {
+		if rs, err := h.store.StepsOfMessages(ctx, user, []int64{m.ID}); err == nil {
+			if x, ok := rs[m.ID]; ok {
+				v.Steps, v.AgentRun = x.Steps, &x.Run
+			}
+		}
+	}
 	if b, err := h.store.Branches(ctx, user, m.ThreadID, []db.Message{m}); err == nil {
 		v.Branch = b[m.ID]
 	}

@@ -44,6 +44,7 @@ type threadStore interface {
 	KBs(ctx context.Context, user, workspace int64) ([]db.KnowledgeBase, error)
 	ThreadKBs(ctx context.Context, user, thread int64) ([]db.KnowledgeBase, error)
 	SetThreadKBs(ctx context.Context, user, thread int64, kbs []int64) error
+	StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map[int64]db.RunSteps, error)
 }
 
 // threads serves the thread page and the thread's actions.
@@ -111,6 +112,10 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 			Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, Model: t.Model, Append: true,
 			ThreadID: t.ID, Roles: roles, RoleID: t.RoleID, KBs: kbs, Attached: kbIDs(attached),
 		}}
+	if err := h.shell.agent.composer(r.Context(), u.ID, ws, &t, &p.Composer); err != nil {
+		serverError(w, r, err)
+		return
+	}
 	render(w, r, http.StatusOK, views.Page(threadTitleOr(t.Title), views.App(s, views.Thread(p))))
 }
 
@@ -163,6 +168,9 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 			return
 		}
 		in.SetKBs, in.KBs = true, kbs
+	}
+	if r.PostForm.Has("agent_present") {
+		in.SetAgent, in.Agent = true, r.PostForm.Get("agent") == "on"
 	}
 	if r.PostForm.Has("role") {
 		in.SetRole = true
@@ -373,6 +381,16 @@ func (h *threads) messageViews(ctx context.Context, user int64, t db.Thread, msg
 			byMsg[*m] = &active[i]
 		}
 	}
+	var agentIDs []int64
+	for _, m := range msgs {
+		if m.Role == "assistant" && db.MetaRoute(m.Metadata) == db.RouteAgent {
+			agentIDs = append(agentIDs, m.ID)
+		}
+	}
+	steps, err := h.store.StepsOfMessages(ctx, user, agentIDs)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]views.MessageView, len(msgs))
 	for i, m := range msgs {
 		run := byMsg[m.ID]
@@ -386,6 +404,9 @@ func (h *threads) messageViews(ctx context.Context, user int64, t db.Thread, msg
 		}
 		out[i] = views.MessageView{Message: m, Run: run, Branch: branches[m.ID], Models: models,
 			Compaction: summaries[m.ID], CompactionOff: !t.Compaction}
+		if rs, ok := steps[m.ID]; ok {
+			out[i].Steps, out[i].AgentRun = rs.Steps, &rs.Run
+		}
 	}
 	return out, nil
 }

@@ -15,6 +15,9 @@ const (
 	EventThinking = "thinking"
 	// EventStatus replaces the run bar (queued → running).
 	EventStatus = "status"
+	// EventTrace replaces an agent run's trace (its tool cards, approvals
+	// and questions) with its current state.
+	EventTrace = "trace"
 	// EventDone replaces the placeholder with the final message and closes
 	// the stream (sse-close), so the browser does not reconnect.
 	EventDone = "done"

@@ -42,6 +42,38 @@ type ComposerData struct {
 	Attached    map[int64]bool     // attached to the thread
 	Content     string             // text to show again (a refused send keeps what was typed)
 	Error       string             // why the last send was refused
+	Agent       bool               // agent mode is on for the thread
+	AgentRoot   string             // the workspace folder the agent works in
+	Tools       []ToolState        // what the agent may use, and why not
+}
+
+// ToolState is one tool's availability, as the tool settings page, the
+// composer and the run trace show it (from agent.Explain).
+type ToolState struct {
+	Name        string
+	Description string
+	Class       string
+	Enabled     bool
+	Mode        string // auto, ask or deny
+	Rule        bool   // set by a workspace rule (not the default)
+	Available   bool
+	Asks        bool
+	Reason      string // why it is unavailable
+}
+
+// ToolSettings is the tool settings page of a workspace.
+type ToolSettings struct {
+	Workspace db.Workspace
+	Root      string
+	Tools     []ToolState
+	Saved     bool
+	Error     string
+}
+
+// DebugRun is an agent run with its steps, for the debug view.
+type DebugRun struct {
+	Run   db.Run
+	Steps []db.Step
 }
 
 // MessageView is a message with what its rendering needs to know.
@@ -55,6 +87,10 @@ type MessageView struct {
 	// shown after it); CompactionOff says the thread does not use it.
 	Compaction    *db.Message
 	CompactionOff bool
+	// Steps are the steps of the agent run that wrote this answer, and
+	// AgentRun that run (nil for other routes).
+	Steps    []db.Step
+	AgentRun *db.Run
 }
 
 // ThreadPage is the main column of /t/{id}.

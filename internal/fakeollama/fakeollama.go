@@ -11,6 +11,23 @@
 // driven by directives written in the last user message (see DefaultReply),
 // or by a script given with WithScript or SetScript.
 //
+// The directives of DefaultReply (details there):
+//
+//	[[slow:D]] [[tokens:N]] [[think]] [[error-before:S]] [[error-after:N]] [[hang]]
+//	[[tool:NAME {json}]]     a tool call in round 0
+//	[[tool@N:NAME {json}]]   a tool call in round N
+//	[[tool*:NAME {json}]]    a tool call in every round ("{{round}}" in the JSON becomes the round number)
+//	[[error@N]]              round N fails with a 500 "fake: model crashed"
+//
+// A tool loop is scripted with rounds: the round of a streamed request is
+// the number of assistant messages after its last user message. Round 0
+// behaves as without tool loops; in later rounds the scheduled tool calls
+// are made, directives in the "tool" result messages are obeyed too (a
+// gullible model, to test prompt injection), and a round without tool calls
+// answers "Done after N tool rounds. Last result: ...". [[slow]] applies to
+// every round, [[tokens]], [[think]], [[error-before]], [[error-after]] and
+// [[hang]] of the user message to round 0 only.
+//
 // Prompts are counted in tokens with TokensOf (per model, see
 // Model.CharsPerToken) and truncated like Ollama's chatPrompt does: the
 // context window is options.num_ctx of the request, or min(ContextLength,

@@ -26,23 +26,52 @@ var ThinkingChunks = []string{"Let me think. ", "The user wrote something. ", "I
 // "Summary: Empty" when there are none). Any other non-streamed request is
 // taken to be a title request: the reply is one chunk "Title: <first 3
 // words of the first user message>" (directives removed). In both cases
-// directives are ignored.
+// directives are ignored, and so are tool rounds (below): a tool loop must
+// stream.
 //
 // Otherwise, directives in the content of the LAST user message drive the
 // reply (several may be combined; they are removed from the echoed text):
 //
-//	[[slow:200ms]]             delay before each chunk (a Go duration, or a number of milliseconds)
+//	[[slow:200ms]]             delay before each chunk (a Go duration, or a number of milliseconds); applies to every tool round
 //	[[tokens:N]]               N content chunks "tok1 ", "tok2 ", ... instead of the echo
 //	[[think]]                  3 thinking chunks first (ThinkingChunks), unless the request has "think": false
 //	[[error-before:404]]       that status instead of a reply; 404 says `model "NAME" not found, try pulling it first`, others "internal error"
 //	[[error-after:N]]          an {"error":"fake: model crashed"} line after N content chunks (N = 0: a 500 status instead)
 //	[[hang]]                   never send the done line
-//	[[tool:NAME {"k":"v"}]]    a tool call (arguments optional, a JSON object; may repeat)
+//	[[tool:NAME {"k":"v"}]]    a tool call in round 0 (arguments optional, a JSON object; may repeat)
+//	[[tool@N:NAME {"k":"v"}]]  a tool call in round N (N >= 0; [[tool@0:...]] is [[tool:...]])
+//	[[tool*:NAME {"k":"v"}]]   a tool call in every round; "{{round}}" in its arguments is replaced by the round number before decoding
+//	[[error@N]]                round N fails with a 500 status "fake: model crashed" (CrashText) instead of a reply
 //
-// Without [[tokens]] or [[tool]], the content is "You said: <last user
+// Without [[tokens]] or tool calls, the content is "You said: <last user
 // message>" split into word chunks that keep their trailing spaces, so the
-// chunks concatenate back to the exact text. With [[tool]] and no
+// chunks concatenate back to the exact text. With tool calls and no
 // [[tokens]], there is no content, only the tool calls.
+//
+// Tool rounds. The round of a request is the number of "assistant" messages
+// after its last user message (0 when there is none, or no user message at
+// all): a client running a tool loop sends back the assistant message with
+// its tool_calls and one "tool" message per result, so each call of the loop
+// is one round further. Round 0 is the plain case above. In a round N >= 1:
+//
+//   - the tool calls are the [[tool@N:...]] and [[tool*:...]] directives of
+//     the last user message, in the order written, then the [[tool:...]]
+//     directives found in the "tool" messages after the last assistant
+//     message (the previous round's results: a gullible model that obeys a
+//     prompt injection carried by a document);
+//   - of the last user message's other directives, only [[slow]] and
+//     [[error@N]] apply; [[tokens]], [[think]], [[error-before]],
+//     [[error-after]] and [[hang]] are for round 0 only;
+//   - [[think]], [[tokens:N]], [[slow:D]], [[error-before:S]] and
+//     [[error-after:N]] in those tool messages apply to this round (a later
+//     one wins; their [[slow]] overrides the user message's); their other
+//     directives ([[hang]], [[tool@N]], [[tool*]], [[error@N]]) are removed
+//     from their text but ignored;
+//   - without tool calls, the content (unless [[tokens]]) is
+//     "Done after N tool rounds. Last result: <the last of those tool
+//     messages, directives removed, white space collapsed, cut to its first
+//     200 runes>" in word chunks ("Done after N tool rounds." alone when no
+//     tool message follows the last assistant message).
 func DefaultReply(req *api.ChatRequest) Reply {
 	if req.Stream != nil && !*req.Stream {
 		if isSummaryRequest(req) {
@@ -50,14 +79,65 @@ func DefaultReply(req *api.ChatRequest) Reply {
 		}
 		return Reply{Chunks: []string{titleFor(req)}}
 	}
-	last := ""
+	lastUser := -1
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == "user" {
-			last = req.Messages[i].Content
+			lastUser = i
 			break
 		}
 	}
-	d := parseDirectives(last)
+	if lastUser < 0 {
+		return parseDirectives("").reply(req, "You said: ")
+	}
+	round, lastAssistant := 0, -1
+	for i := lastUser + 1; i < len(req.Messages); i++ {
+		if req.Messages[i].Role == "assistant" {
+			round++
+			lastAssistant = i
+		}
+	}
+	d := parseRound(req.Messages[lastUser].Content, round)
+	if round == 0 {
+		return d.reply(req, "You said: "+d.text)
+	}
+
+	// A later round: the user message gives the scheduled tool calls,
+	// [[slow]] and [[error@N]]; the previous round's results may add more.
+	e := directives{tokens: -1, errAfter: -1, round: round, slow: d.slow, crash: d.crash, tools: d.tools}
+	content := fmt.Sprintf("Done after %d tool rounds.", round)
+	var result *string
+	for _, m := range req.Messages[lastAssistant+1:] {
+		if m.Role != "tool" {
+			continue
+		}
+		t := parseRound(m.Content, injected)
+		e.tools = append(e.tools, t.tools...)
+		e.think = e.think || t.think
+		if t.tokens >= 0 {
+			e.tokens = t.tokens
+		}
+		if t.slow > 0 {
+			e.slow = t.slow
+		}
+		if t.errBefore != 0 {
+			e.errBefore = t.errBefore
+		}
+		if t.errAfter >= 0 {
+			e.errAfter = t.errAfter
+		}
+		text := strings.Join(strings.Fields(t.text), " ")
+		result = &text
+	}
+	if result != nil {
+		r := []rune(*result)
+		content = strings.TrimSpace(content + " Last result: " + strings.TrimSpace(string(r[:min(200, len(r))])))
+	}
+	return e.reply(req, content)
+}
+
+// reply builds the reply that d asks for; content is the text sent when
+// there are neither [[tokens]] nor tool calls.
+func (d directives) reply(req *api.ChatRequest, content string) Reply {
 	rep := Reply{Delay: d.slow, Hang: d.hang, ToolCalls: d.tools}
 	if d.errBefore != 0 {
 		rep.ErrorBefore = &HTTPError{Status: d.errBefore}
@@ -66,6 +146,10 @@ func DefaultReply(req *api.ChatRequest) Reply {
 		} else {
 			rep.ErrorBefore.Message = "internal error"
 		}
+		return rep
+	}
+	if d.crash {
+		rep.ErrorBefore = &HTTPError{Status: 500, Message: CrashText}
 		return rep
 	}
 	thinkOff := req.Think != nil && req.Think.IsBool() && !req.Think.Bool()
@@ -78,7 +162,7 @@ func DefaultReply(req *api.ChatRequest) Reply {
 			rep.Chunks = append(rep.Chunks, "tok"+strconv.Itoa(i)+" ")
 		}
 	case len(d.tools) == 0:
-		rep.Chunks = SplitWords("You said: " + d.text)
+		rep.Chunks = SplitWords(content)
 	}
 	switch {
 	case d.errAfter > 0:
@@ -156,21 +240,33 @@ func SplitWords(s string) []string {
 	return out
 }
 
+// injected is the round to parse a tool message for: only its
+// [[tool:...]] directives make tool calls, and [[error@N]] never applies.
+const injected = -1
+
 type directives struct {
+	round     int // the round parsed for (see parseRound)
 	slow      time.Duration
 	tokens    int // -1: not given
 	think     bool
 	errBefore int
-	errAfter  int // -1: not given
+	errAfter  int  // -1: not given
+	crash     bool // an [[error@N]] for the round parsed for
 	hang      bool
-	tools     []api.ToolCall
-	text      string // the message without directives
+	tools     []api.ToolCall // the tool calls of the round parsed for
+	text      string         // the message without directives
 }
 
-// parseDirectives finds the [[...]] directives in s. Text that looks like a
-// directive but is not a valid one is left in the text.
-func parseDirectives(s string) directives {
-	d := directives{tokens: -1, errAfter: -1}
+// parseDirectives finds the [[...]] directives in s, for round 0.
+func parseDirectives(s string) directives { return parseRound(s, 0) }
+
+// parseRound finds the [[...]] directives in s. Text that looks like a
+// directive but is not a valid one is left in the text. Every valid
+// directive is removed from the text, but only the tool calls and
+// [[error@N]] of round are kept: [[tool:...]] in round 0 (and for
+// injected), [[tool@N:...]] in round N, [[tool*:...]] in every round >= 0.
+func parseRound(s string, round int) directives {
+	d := directives{tokens: -1, errAfter: -1, round: round}
 	var text strings.Builder
 	found := false
 	rest := s
@@ -200,8 +296,18 @@ func parseDirectives(s string) directives {
 // parseOne parses one directive from s (just after "[["); it returns how
 // many bytes of s it used, "]]" included.
 func (d *directives) parseOne(s string) (int, bool) {
-	if strings.HasPrefix(s, "tool:") {
-		return d.parseTool(s)
+	switch {
+	case strings.HasPrefix(s, "tool:"):
+		return d.parseTool(s, len("tool:"), d.round == 0 || d.round == injected, false)
+	case strings.HasPrefix(s, "tool*:"):
+		return d.parseTool(s, len("tool*:"), d.round >= 0, true)
+	case strings.HasPrefix(s, "tool@"):
+		rest := s[len("tool@"):]
+		n, w := leadingNumber(rest)
+		if w == 0 || !strings.HasPrefix(rest[w:], ":") {
+			return 0, false
+		}
+		return d.parseTool(s, len("tool@")+w+1, n == d.round, false)
 	}
 	end := strings.Index(s, "]]")
 	if end < 0 {
@@ -210,6 +316,14 @@ func (d *directives) parseOne(s string) (int, bool) {
 	name, arg, hasArg := strings.Cut(s[:end], ":")
 	name, arg = strings.TrimSpace(name), strings.TrimSpace(arg)
 	used := end + 2
+	if digits, ok := strings.CutPrefix(name, "error@"); ok {
+		n, w := leadingNumber(digits)
+		if w == 0 || w != len(digits) || hasArg {
+			return 0, false
+		}
+		d.crash = d.crash || n == d.round
+		return used, true
+	}
 	switch name {
 	case "think":
 		d.think = true
@@ -247,9 +361,28 @@ func (d *directives) parseOne(s string) (int, bool) {
 	return used, true
 }
 
-// parseTool parses `tool:NAME {json}]]` or `tool:NAME]]`.
-func (d *directives) parseTool(s string) (int, bool) {
-	pos := len("tool:")
+// leadingNumber parses the decimal digits at the start of s; width is how
+// many bytes they take (0 when there are none or the number overflows).
+func leadingNumber(s string) (n, width int) {
+	for width < len(s) && s[width] >= '0' && s[width] <= '9' {
+		width++
+	}
+	n, err := strconv.Atoi(s[:width])
+	if err != nil {
+		return 0, 0
+	}
+	return n, width
+}
+
+// roundPlaceholder stands for "{{round}}" while finding where the arguments
+// of a [[tool*:...]] end: as long, and valid both as a JSON number and in a
+// JSON string.
+const roundPlaceholder = "100000000"
+
+// parseTool parses `NAME {json}]]` or `NAME]]` from s[pos:] (s starts just
+// after "[["). It appends the call to d.tools when keep. With templ,
+// "{{round}}" in the arguments is replaced by d.round before decoding.
+func (d *directives) parseTool(s string, pos int, keep, templ bool) (int, bool) {
 	j := pos
 	for j < len(s) && !unicode.IsSpace(rune(s[j])) && !strings.HasPrefix(s[j:], "]]") {
 		j++
@@ -263,15 +396,23 @@ func (d *directives) parseTool(s string) (int, bool) {
 	}
 	args := api.NewToolCallFunctionArguments()
 	if !strings.HasPrefix(s[j:], "]]") {
-		dec := json.NewDecoder(strings.NewReader(s[j:]))
+		probe := s[j:]
+		if templ {
+			probe = strings.ReplaceAll(probe, "{{round}}", roundPlaceholder)
+		}
+		dec := json.NewDecoder(strings.NewReader(probe))
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return 0, false
 		}
+		n := int(dec.InputOffset())
+		if templ {
+			raw = []byte(strings.ReplaceAll(s[j:j+n], "{{round}}", strconv.Itoa(max(d.round, 0))))
+		}
 		if err := json.Unmarshal(raw, &args); err != nil {
 			return 0, false
 		}
-		j += int(dec.InputOffset())
+		j += n
 		for j < len(s) && unicode.IsSpace(rune(s[j])) {
 			j++
 		}
@@ -279,6 +420,8 @@ func (d *directives) parseTool(s string) (int, bool) {
 			return 0, false
 		}
 	}
-	d.tools = append(d.tools, api.ToolCall{Function: api.ToolCallFunction{Name: name, Arguments: args}})
+	if keep {
+		d.tools = append(d.tools, api.ToolCall{Function: api.ToolCallFunction{Name: name, Arguments: args}})
+	}
 	return j + 2, true
 }

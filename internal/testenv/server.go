@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"weft/agent"
 	"weft/chat"
 	"weft/db"
 	"weft/handlers"
@@ -25,6 +26,9 @@ type Options struct {
 	Fake         *fakeollama.Server // nil: a fresh fake with its default models
 	DefaultModel string             // WEFT_DEFAULT_MODEL; "" means "tiny"
 	RAG          rag.Config
+	Agent        agent.Config // DataDir "" : a temporary directory
+	// Fetch replaces the agent's web fetch (nil: the real, SSRF-safe one).
+	Fetch func(ctx context.Context, url string) (agent.FetchResult, error)
 }
 
 // App is a running Weft over a test database and a fake Ollama.
@@ -35,6 +39,7 @@ type App struct {
 	RAG     *rag.Service
 	Fake    *fakeollama.Server
 	Store   *db.DB
+	Agent   *agent.Agent
 }
 
 // Start runs Weft's real runtime and handler on a local port.
@@ -69,6 +74,14 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 		t.Fatal(err)
 	}
 	o.Chat.Retriever = kb
+	if o.Agent.DataDir == "" {
+		o.Agent.DataDir = t.TempDir()
+	}
+	if o.Fetch == nil {
+		o.Fetch = agent.NewFetcher().Fetch
+	}
+	ag := agent.New(store, kb, o.Fetch, o.Agent)
+	o.Chat.Agent = ag
 	rt := chat.New(store, client, chat.NewModels(client, o.Fake.URL, o.DefaultModel, 0), o.Chat)
 	if err := rt.Start(context.Background()); err != nil {
 		t.Fatalf("start runtime: %v", err)
@@ -79,7 +92,7 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 	if o.HTTP.EmbedModel == "" {
 		o.HTTP.EmbedModel = "embedder"
 	}
-	srv := handlers.New(o.HTTP, store, rt, kb)
+	srv := handlers.New(o.HTTP, store, rt, kb, ag)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		srv.StartShutdown()
@@ -90,7 +103,7 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 		_ = kb.Stop(ctx)
 		srv.Close()
 	})
-	return &App{TS: ts, Handler: srv, RT: rt, RAG: kb, Fake: o.Fake, Store: store}
+	return &App{TS: ts, Handler: srv, RT: rt, RAG: kb, Fake: o.Fake, Store: store, Agent: ag}
 }
 
 // Server starts Weft over store with a fresh fake Ollama.

@@ -1,0 +1,338 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"weft/chat"
+	"weft/db"
+	"weft/rag"
+)
+
+// Store is what the agent needs from the database.
+type Store interface {
+	AddStep(ctx context.Context, run int64, kind, status string, data db.StepData, checkpoint any) (db.Step, error)
+	UpdateStep(ctx context.Context, step int64, status string, data db.StepData, checkpoint any) (db.Step, error)
+	StepByID(ctx context.Context, run, id int64) (db.Step, error)
+	SettlePending(ctx context.Context, run int64, status string) error
+	SetRunWaiting(ctx context.Context, run int64, waiting bool) (bool, error)
+	CancelRequested(ctx context.Context, run int64) (bool, error)
+	Checkpoint(ctx context.Context, run int64) (json.RawMessage, error)
+	Thread(ctx context.Context, user, id int64) (db.Thread, error)
+	Workspace(ctx context.Context, user, id int64) (db.Workspace, error)
+	ToolPolicies(ctx context.Context, user, workspace int64) (map[string]db.ToolPolicy, error)
+	ThreadGrants(ctx context.Context, user, thread int64) (map[string]bool, error)
+	ThreadKBs(ctx context.Context, user, thread int64) ([]db.KnowledgeBase, error)
+	Decide(ctx context.Context, user, step int64, decision string) (db.Step, error)
+	Answer(ctx context.Context, user, step int64, answers []string) (db.Step, error)
+	TimeoutQuestion(ctx context.Context, step int64, answers []string) (db.Step, error)
+}
+
+// Searcher searches knowledge bases with the acting user's authorization
+// (implemented by rag.Service).
+type Searcher interface {
+	Search(ctx context.Context, q rag.Query) ([]rag.Result, error)
+}
+
+// Config tunes the agent.
+type Config struct {
+	DataDir         string        // workspaces live in DataDir/workspaces/<id> unless their root is set
+	QuestionTimeout time.Duration // unanswered questions take the recommended option (default 3 min)
+	ToolTimeout     time.Duration // one tool call (default 60 s)
+	PollEvery       time.Duration // how often a waiting run looks at the database (default 1 s)
+}
+
+// Agent runs the tool loop of agent runs.
+type Agent struct {
+	store  Store
+	search Searcher
+	fetch  func(ctx context.Context, url string) (FetchResult, error)
+	cfg    Config
+	tools  []Tool
+	byName map[string]Tool
+
+	mu    sync.Mutex
+	wakes map[int64]chan struct{} // per run: a decision arrived here
+}
+
+// New returns an agent with the built-in tools. search may be nil (no
+// knowledge-base search); fetch may be nil (web fetch unavailable).
+func New(store Store, search Searcher, fetch func(ctx context.Context, url string) (FetchResult, error), cfg Config) *Agent {
+	if cfg.QuestionTimeout <= 0 {
+		cfg.QuestionTimeout = 3 * time.Minute
+	}
+	if cfg.ToolTimeout <= 0 {
+		cfg.ToolTimeout = 60 * time.Second
+	}
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = time.Second
+	}
+	a := &Agent{store: store, search: search, fetch: fetch, cfg: cfg, byName: map[string]Tool{}, wakes: map[int64]chan struct{}{}}
+	a.tools = BuiltinTools()
+	for _, t := range a.tools {
+		a.byName[t.Name] = t
+	}
+	return a
+}
+
+// BuiltinTools lists every built-in tool, in the order they are shown.
+func BuiltinTools() []Tool {
+	var out []Tool
+	out = append(out, FileTools()...)
+	out = append(out, kbTool(), askTool())
+	out = append(out, WebTools()...)
+	return out
+}
+
+// Tools lists the agent's tools.
+func (a *Agent) Tools() []Tool { return a.tools }
+
+// Root returns a workspace's folder (not created).
+func (a *Agent) Root(ws db.Workspace) string {
+	if ws.RootPath != "" {
+		return ws.RootPath
+	}
+	return filepath.Join(a.cfg.DataDir, "workspaces", strconv.FormatInt(ws.ID, 10))
+}
+
+// checkpoint is the loop's state after a step: a resumed run goes on from
+// here.
+type checkpoint struct {
+	Round    int               `json:"round"`
+	Messages []api.Message     `json:"messages"` // the run's own turns after the assembled context
+	Pending  []pendingCall     `json:"pending,omitempty"`
+	Seen     map[string]int    `json:"seen,omitempty"` // call signature → times called
+	Changes  []db.FileChange   `json:"changes,omitempty"`
+	Sources  []db.StepSource   `json:"sources,omitempty"`
+	Usage    map[string]int    `json:"usage,omitempty"`
+	Final    *finalAnswer      `json:"final,omitempty"`
+	Extra    map[string]string `json:"extra,omitempty"`
+}
+
+type finalAnswer struct {
+	Content string `json:"content"`
+}
+
+// pendingCall is a tool call of the current round that has not finished.
+type pendingCall struct {
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name"`
+	Args     json.RawMessage `json:"args"`
+	Step     int64           `json:"step,omitempty"`     // its tool_call step, once recorded
+	Approval int64           `json:"approval,omitempty"` // its approval step, once asked
+	Question int64           `json:"question,omitempty"` // its question step (ask_user)
+}
+
+// run is one agent run being executed.
+type run struct {
+	a      *Agent
+	h      *chat.AgentHost
+	r      db.Run
+	thread db.Thread
+	ws     db.Workspace
+	env    *Env
+	cp     checkpoint
+	max    int
+}
+
+// RunAgent executes (or resumes) an agent run.
+func (a *Agent) RunAgent(ctx context.Context, h *chat.AgentHost) chat.AgentResult {
+	x := &run{a: a, h: h, r: h.Run}
+	res := x.loop(ctx)
+	if res.Detached {
+		return res
+	}
+	if ctx.Err() != nil && h.StopReason() == "shutdown" && x.waitingForUser(ctx) {
+		// Stays waiting: the next instance adopts it.
+		res.Detached = true
+		return res
+	}
+	if !res.Done {
+		status := db.StepCancelled
+		if ctx.Err() == nil {
+			status = db.StepCancelled // the run failed: nothing pending can be answered any more
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := a.store.SettlePending(wctx, x.r.ID, status); err != nil {
+			slog.Warn("settle pending steps", "run", x.r.ID, "err", err)
+		}
+		cancel()
+		h.Stepped()
+	}
+	return res
+}
+
+// waitingForUser reports whether the run has a pending approval or question.
+func (x *run) waitingForUser(ctx context.Context) bool {
+	for _, p := range x.cp.Pending {
+		if p.Approval != 0 || p.Question != 0 {
+			id := p.Approval
+			if id == 0 {
+				id = p.Question
+			}
+			s, err := x.a.store.StepByID(context.WithoutCancel(ctx), x.r.ID, id)
+			if err == nil && s.Status == db.StepPending {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (x *run) result(done bool, err error) chat.AgentResult {
+	meta := map[string]any{"rounds": x.cp.Round}
+	if len(x.cp.Changes) > 0 {
+		meta["changes"] = x.cp.Changes
+	}
+	if len(x.cp.Sources) > 0 {
+		meta["agent_sources"] = x.cp.Sources
+	}
+	usage := map[string]any{}
+	for k, v := range x.cp.Usage {
+		usage[k] = v
+	}
+	return chat.AgentResult{Done: done, Err: err, Meta: meta, Usage: usage}
+}
+
+// load reads the thread, workspace and checkpoint, and prepares the
+// workspace folder.
+func (x *run) load(ctx context.Context) error {
+	var err error
+	if x.thread, err = x.a.store.Thread(ctx, x.r.OwnerID, x.r.ThreadID); err != nil {
+		return fmt.Errorf("load thread: %w", err)
+	}
+	if x.ws, err = x.a.store.Workspace(ctx, x.r.OwnerID, x.thread.WorkspaceID); err != nil {
+		return fmt.Errorf("load workspace: %w", err)
+	}
+	x.max = x.ws.AgentMaxSteps
+	if x.max <= 0 {
+		x.max = 25
+	}
+	root := x.a.Root(x.ws)
+	if err := os.MkdirAll(root, 0o750); err != nil {
+		slog.Error("create workspace folder", "workspace", x.ws.ID, "err", err)
+		return chat.UserError("The workspace folder could not be created on the server. Ask the administrator to check WEFT_DATA_DIR.")
+	}
+	x.env = &Env{Root: root, User: x.r.OwnerID, Thread: x.r.ThreadID, Fetch: x.a.fetch}
+	if x.a.search != nil {
+		x.env.SearchKB = x.searchKB
+	}
+	raw, err := x.a.store.Checkpoint(ctx, x.r.ID)
+	if err != nil {
+		return fmt.Errorf("load checkpoint: %w", err)
+	}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &x.cp); err != nil {
+			return fmt.Errorf("decode checkpoint: %w", err)
+		}
+	}
+	if x.cp.Seen == nil {
+		x.cp.Seen = map[string]int{}
+	}
+	if x.cp.Usage == nil {
+		x.cp.Usage = map[string]int{}
+	}
+	return nil
+}
+
+// searchKB searches the thread's knowledge bases as the run's user.
+func (x *run) searchKB(ctx context.Context, query string, topK int) ([]KBHit, error) {
+	kbs, err := x.a.store.ThreadKBs(ctx, x.r.OwnerID, x.r.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	if len(kbs) == 0 {
+		return nil, Errorf("no knowledge base is attached to this thread")
+	}
+	res, err := x.a.search.Search(ctx, rag.Query{User: x.r.OwnerID, KBs: kbs, Text: query, TopK: topK})
+	if err != nil {
+		var se *rag.SearchError
+		if errors.As(err, &se) {
+			return nil, Errorf("%s", se.Error())
+		}
+		return nil, err
+	}
+	var out []KBHit
+	for _, r := range res {
+		if !r.Relevant {
+			continue
+		}
+		out = append(out, KBHit{DocumentID: r.DocumentID, ChunkID: r.ChunkID, Document: r.Document,
+			Headings: r.Headings, Page: r.Page, Text: r.Text, Score: r.Fused})
+	}
+	return out, nil
+}
+
+// save writes the checkpoint with a new step.
+func (x *run) addStep(ctx context.Context, kind, status string, data db.StepData) (db.Step, error) {
+	data.Round = x.cp.Round
+	s, err := x.a.store.AddStep(context.WithoutCancel(ctx), x.r.ID, kind, status, data, x.cp)
+	if err == nil {
+		x.h.Stepped()
+	}
+	return s, err
+}
+
+func (x *run) updateStep(ctx context.Context, s db.Step, status string, data db.StepData) (db.Step, error) {
+	s, err := x.a.store.UpdateStep(context.WithoutCancel(ctx), s.ID, status, data, x.cp)
+	if err == nil {
+		x.h.Stepped()
+	}
+	return s, err
+}
+
+// Wake tells a run waiting on this instance that one of its steps was
+// settled.
+func (a *Agent) Wake(run int64) {
+	a.mu.Lock()
+	ch := a.wakes[run]
+	a.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (a *Agent) wakeChan(run int64) (<-chan struct{}, func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	a.wakes[run] = ch
+	return ch, func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.wakes[run] == ch {
+			delete(a.wakes, run)
+		}
+	}
+}
+
+// Decide settles one of the user's approvals and wakes its run.
+func (a *Agent) Decide(ctx context.Context, user, step int64, decision string) (db.Step, error) {
+	switch decision {
+	case db.DecideOnce, db.DecideThread, db.DecideAlways, db.DecideDeny:
+	default:
+		return db.Step{}, ErrBadDecision
+	}
+	s, err := a.store.Decide(ctx, user, step, decision)
+	if err == nil {
+		a.Wake(s.RunID)
+	}
+	return s, err
+}
+
+// ErrBadDecision is an approval decision that is not once, thread, always
+// or deny.
+var ErrBadDecision = errors.New("the decision must be once, thread, always or deny")

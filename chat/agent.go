@@ -1,0 +1,93 @@
+package chat
+
+import (
+	"context"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"weft/db"
+)
+
+// AgentRunner executes agent runs (implemented by package agent): the tool
+// loop, from the run's first step or from its last checkpoint.
+type AgentRunner interface {
+	RunAgent(ctx context.Context, h *AgentHost) AgentResult
+}
+
+// AgentResult is how an agent run ended.
+type AgentResult struct {
+	// Done: the model gave its final answer.
+	Done bool
+	// Detached: the run is waiting for the user and this instance is
+	// shutting down; it stays waiting in the database, and whichever
+	// instance runs next adopts it.
+	Detached bool
+	// Err is why the run failed (a userFacing error is shown as is).
+	Err error
+	// Meta is stored on the answer's metadata (evidence, rounds).
+	Meta  map[string]any
+	Usage map[string]any
+}
+
+// AgentHost is what the runtime lends an agent run: its identity, the
+// context assembler, the model, and the live state its watchers see.
+type AgentHost struct {
+	Run db.Run
+	rt  *Runtime
+	lr  *liveRun
+}
+
+// Assemble builds the run's request (system prompt, role, summary, the
+// route context, the path), like every route's.
+func (h *AgentHost) Assemble(ctx context.Context, routeContext string) (Assembly, error) {
+	return h.rt.Assemble(ctx, ContextRequest{User: h.Run.OwnerID, Thread: h.Run.ThreadID,
+		Leaf: *h.Run.UserMessageID, Model: h.Run.Model, RouteContext: routeContext})
+}
+
+// Chat sends one model request.
+func (h *AgentHost) Chat(ctx context.Context, req *api.ChatRequest, fn api.ChatResponseFunc) error {
+	return h.rt.llm.Chat(ctx, req, fn)
+}
+
+// SupportsTools reports whether the model can call tools (known is false
+// when the model server does not list it).
+func (h *AgentHost) SupportsTools(ctx context.Context, model string) (has, known bool) {
+	return h.rt.models.Supports(ctx, model, "tools")
+}
+
+// Append streams answer (or thinking) text of the current round.
+func (h *AgentHost) Append(thinking bool, text string) {
+	if thinking {
+		h.lr.append(EventThinking, text)
+	} else {
+		h.lr.append(EventDelta, text)
+	}
+}
+
+// NewRound clears the streamed text: the previous round's text now lives
+// in its step.
+func (h *AgentHost) NewRound() { h.lr.reset() }
+
+// Text is the current round's text.
+func (h *AgentHost) Text() (content, thinking string) { return h.lr.text() }
+
+// Stepped tells watchers that a step was added or changed.
+func (h *AgentHost) Stepped() { h.lr.stepped() }
+
+// SetStatus publishes the run's shown status (running, waiting).
+func (h *AgentHost) SetStatus(status string) { h.lr.setStatus(status) }
+
+// Flush saves the round's text so far; a stop requested through the
+// database stops the run.
+func (h *AgentHost) Flush(ctx context.Context) { h.rt.flush(ctx, h.lr) }
+
+// StopUser stops the run as if its user pressed Stop (a stop requested on
+// another instance).
+func (h *AgentHost) StopUser() { h.lr.stop("user") }
+
+// StopReason is "user", "shutdown" or "" (not stopped).
+func (h *AgentHost) StopReason() string { return h.lr.reason() }
+
+// FlushEvery is how often streamed text should be flushed.
+func (h *AgentHost) FlushEvery() time.Duration { return h.rt.cfg.FlushEvery }

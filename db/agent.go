@@ -1,0 +1,517 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Kinds of agent steps.
+const (
+	StepStart     = "start"      // the run began (committed with the send)
+	StepModelTurn = "model_turn" // one answer of the model: text and tool calls
+	StepToolCall  = "tool_call"  // one tool call and its result
+	StepApproval  = "approval"   // a request to run a tool, and its decision
+	StepQuestion  = "question"   // questions to the user, and the answers
+	StepEvidence  = "evidence"   // files changed and sources used, at the end
+)
+
+// Step statuses (besides the decisions of approvals).
+const (
+	StepPending   = "pending"
+	StepRunning   = "running"
+	StepOK        = "ok"
+	StepError     = "error"
+	StepRefused   = "refused"
+	StepCancelled = "cancelled"
+	StepAnswered  = "answered"
+	StepTimeout   = "timeout"
+)
+
+// Approval decisions.
+const (
+	DecideOnce   = "once"
+	DecideThread = "thread"
+	DecideAlways = "always"
+	DecideDeny   = "deny"
+)
+
+// FileChange is one workspace file changed by a successful tool call.
+type FileChange struct {
+	Path string `json:"path"` // relative to the workspace root, slash-separated
+	Op   string `json:"op"`   // created, modified or deleted
+}
+
+// StepSource is something the agent read: a workspace file, a
+// knowledge-base chunk or a web page.
+type StepSource struct {
+	Kind       string `json:"kind"`  // file, kb or web
+	Label      string `json:"label"` // path, "document › heading", or URL
+	DocumentID int64  `json:"document_id,omitempty"`
+	ChunkID    int64  `json:"chunk_id,omitempty"`
+}
+
+// StepCall is a tool call as the model wrote it.
+type StepCall struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// Question is one question of an ask-the-user step.
+type Question struct {
+	Text    string   `json:"text"`
+	Options []string `json:"options"`
+	// Recommended is the index of the recommended option (always 0 when
+	// set: it is listed first), or -1.
+	Recommended int `json:"recommended"`
+}
+
+// StepData is the payload of a step; which fields are set depends on its
+// kind.
+type StepData struct {
+	Round int `json:"round,omitempty"`
+	// start
+	Root string `json:"root,omitempty"`
+	// model_turn
+	Content      string     `json:"content,omitempty"`
+	Thinking     string     `json:"thinking,omitempty"`
+	Calls        []StepCall `json:"calls,omitempty"`
+	PromptTokens int        `json:"prompt_tokens,omitempty"`
+	OutputTokens int        `json:"output_tokens,omitempty"`
+	DurationMS   int64      `json:"duration_ms,omitempty"`
+	// tool_call (and approval: Tool, Args, CallStep)
+	Tool     string          `json:"tool,omitempty"`
+	CallID   string          `json:"call_id,omitempty"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	Output   string          `json:"output,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Reason   string          `json:"reason,omitempty"` // why a call was refused
+	CallStep int64           `json:"call_step,omitempty"`
+	// tool_call and evidence
+	Changes []FileChange `json:"changes,omitempty"`
+	Sources []StepSource `json:"sources,omitempty"`
+	// question
+	Questions []Question `json:"questions,omitempty"`
+	Answers   []string   `json:"answers,omitempty"`
+	Deadline  *time.Time `json:"deadline,omitempty"`
+}
+
+// Step is one ordered, typed record of an agent run.
+type Step struct {
+	ID        int64     `db:"id"`
+	RunID     int64     `db:"run_id"`
+	Seq       int       `db:"seq"`
+	Kind      string    `db:"kind"`
+	Status    string    `db:"status"`
+	Data      StepData  `db:"data"`
+	CreatedAt time.Time `db:"created_at"`
+	UpdatedAt time.Time `db:"updated_at"`
+}
+
+const stepCols = "id, run_id, seq, kind, status, data, created_at, updated_at"
+
+// ErrDecided is returned when an approval or question was already settled.
+var ErrDecided = errors.New("db: already decided")
+
+// AddStep appends a step to a run and, when checkpoint is not nil, saves
+// the loop's state in the same transaction.
+func (d *DB) AddStep(ctx context.Context, run int64, kind, status string, data StepData, checkpoint any) (Step, error) {
+	var s Step
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		s, err = insertStep(ctx, tx, run, kind, status, data)
+		if err != nil {
+			return err
+		}
+		return saveCheckpoint(ctx, tx, run, checkpoint)
+	})
+	return s, mapErr(err)
+}
+
+func insertStep(ctx context.Context, q querier, run int64, kind, status string, data StepData) (Step, error) {
+	rows, err := q.Query(ctx, `INSERT INTO run_steps (run_id, seq, kind, status, data)
+		VALUES ($1, (SELECT COALESCE(max(seq), 0) + 1 FROM run_steps WHERE run_id = $1), $2, $3, $4)
+		RETURNING `+stepCols, run, kind, status, data)
+	if err != nil {
+		return Step{}, err
+	}
+	return pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Step])
+}
+
+func saveCheckpoint(ctx context.Context, q querier, run int64, checkpoint any) error {
+	if checkpoint == nil {
+		return nil
+	}
+	_, err := q.Exec(ctx, "UPDATE runs SET checkpoint = $2 WHERE id = $1", run, checkpoint)
+	return err
+}
+
+// UpdateStep rewrites a step's status and data and, when checkpoint is not
+// nil, saves the loop's state in the same transaction.
+func (d *DB) UpdateStep(ctx context.Context, step int64, status string, data StepData, checkpoint any) (Step, error) {
+	var s Step
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE run_steps SET status = $2, data = $3, updated_at = now()
+			WHERE id = $1 RETURNING `+stepCols, step, status, data)
+		if err != nil {
+			return err
+		}
+		if s, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Step]); err != nil {
+			return err
+		}
+		return saveCheckpoint(ctx, tx, s.RunID, checkpoint)
+	})
+	return s, mapErr(err)
+}
+
+// StepByID returns a step of a run (for the loop, which owns the run).
+func (d *DB) StepByID(ctx context.Context, run, id int64) (Step, error) {
+	rows, err := d.Pool.Query(ctx, "SELECT "+stepCols+" FROM run_steps WHERE id = $1 AND run_id = $2", id, run)
+	if err != nil {
+		return Step{}, err
+	}
+	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Step])
+	return s, mapErr(err)
+}
+
+// Steps lists the steps of one of the user's runs in order.
+func (d *DB) Steps(ctx context.Context, user, run int64) ([]Step, error) {
+	rows, err := d.Pool.Query(ctx, "SELECT "+prefixed("s.", stepCols)+` FROM run_steps s
+		JOIN runs r ON r.id = s.run_id WHERE s.run_id = $1 AND r.owner_id = $2 ORDER BY s.seq`, run, user)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Step])
+}
+
+// RunSteps is an agent run with its steps.
+type RunSteps struct {
+	Run   Run
+	Steps []Step
+}
+
+// StepsOfMessages returns, for each of the given assistant messages that an
+// agent run answered, its latest run with its steps.
+func (d *DB) StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map[int64]RunSteps, error) {
+	out := map[int64]RunSteps{}
+	if len(msgs) == 0 {
+		return out, nil
+	}
+	rows, err := d.Pool.Query(ctx, `SELECT DISTINCT ON (assistant_message_id) `+runCols+` FROM runs
+		WHERE assistant_message_id = ANY($1) AND owner_id = $2 AND kind = 'agent'
+		ORDER BY assistant_message_id, id DESC`, msgs, user)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Run])
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(runs))
+	byRun := map[int64]int64{}
+	for i, r := range runs {
+		ids[i] = r.ID
+		byRun[r.ID] = *r.AssistantMessageID
+		out[*r.AssistantMessageID] = RunSteps{Run: r}
+	}
+	rows, err = d.Pool.Query(ctx, "SELECT "+stepCols+" FROM run_steps WHERE run_id = ANY($1) ORDER BY run_id, seq", ids)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := pgx.CollectRows(rows, pgx.RowToStructByName[Step])
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range steps {
+		m := byRun[s.RunID]
+		rs := out[m]
+		rs.Steps = append(rs.Steps, s)
+		out[m] = rs
+	}
+	return out, nil
+}
+
+// AgentRuns lists the agent runs of one of the user's threads, newest
+// first, with their steps (the debug view).
+func (d *DB) AgentRuns(ctx context.Context, user, thread int64, limit int) ([]RunSteps, error) {
+	rows, err := d.Pool.Query(ctx, "SELECT "+runCols+` FROM runs
+		WHERE thread_id = $1 AND owner_id = $2 AND kind = 'agent' ORDER BY id DESC LIMIT $3`, thread, user, limit)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Run])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunSteps, len(runs))
+	for i, r := range runs {
+		out[i].Run = r
+		if out[i].Steps, err = d.Steps(ctx, user, r.ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// StepOf returns one of the user's steps with its run.
+func (d *DB) StepOf(ctx context.Context, user, id int64) (Step, Run, error) {
+	var s Step
+	rows, err := d.Pool.Query(ctx, "SELECT "+prefixed("s.", stepCols)+` FROM run_steps s
+		JOIN runs r ON r.id = s.run_id WHERE s.id = $1 AND r.owner_id = $2`, id, user)
+	if err != nil {
+		return Step{}, Run{}, err
+	}
+	if s, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Step]); err != nil {
+		return Step{}, Run{}, mapErr(err)
+	}
+	r, err := d.Run(ctx, user, s.RunID)
+	return s, r, err
+}
+
+// Decide settles one of the user's pending approvals. "thread" also allows
+// the tool for the rest of the thread, "always" sets the workspace's rule
+// for the tool to auto; both in the same transaction. A step no longer
+// pending is ErrDecided.
+func (d *DB) Decide(ctx context.Context, user, step int64, decision string) (Step, error) {
+	var s Step
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if s, err = settleOwned(ctx, tx, user, step, StepApproval, decision, nil); err != nil {
+			return err
+		}
+		var thread, ws int64
+		if err := tx.QueryRow(ctx, `SELECT t.id, t.workspace_id FROM runs r JOIN threads t ON t.id = r.thread_id
+			WHERE r.id = $1`, s.RunID).Scan(&thread, &ws); err != nil {
+			return err
+		}
+		switch decision {
+		case DecideThread:
+			_, err = tx.Exec(ctx, `INSERT INTO tool_thread_grants (thread_id, tool) VALUES ($1, $2)
+				ON CONFLICT DO NOTHING`, thread, s.Data.Tool)
+		case DecideAlways:
+			err = setToolPolicy(ctx, tx, ws, s.Data.Tool, true, "auto")
+		}
+		return err
+	})
+	return s, mapErr(err)
+}
+
+// Answer settles one of the user's pending questions with its answers.
+func (d *DB) Answer(ctx context.Context, user, step int64, answers []string) (Step, error) {
+	var s Step
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		s, err = settleOwned(ctx, tx, user, step, StepQuestion, StepAnswered, answers)
+		return err
+	})
+	return s, mapErr(err)
+}
+
+func settleOwned(ctx context.Context, tx pgx.Tx, user, step int64, kind, status string, answers []string) (Step, error) {
+	rows, err := tx.Query(ctx, `UPDATE run_steps s SET status = $4, updated_at = now(),
+			data = CASE WHEN $5::jsonb IS NULL THEN s.data ELSE s.data || jsonb_build_object('answers', $5::jsonb) END
+		FROM runs r WHERE s.id = $1 AND r.id = s.run_id AND r.owner_id = $2 AND s.kind = $3 AND s.status = 'pending'
+		RETURNING `+prefixed("s.", stepCols), step, user, kind, status, answers)
+	if err != nil {
+		return Step{}, err
+	}
+	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Step])
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Someone else's, missing, or already settled?
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM run_steps s JOIN runs r ON r.id = s.run_id
+			WHERE s.id = $1 AND r.owner_id = $2 AND s.kind = $3)`, step, user, kind).Scan(&exists); err != nil {
+			return Step{}, err
+		}
+		if exists {
+			return Step{}, ErrDecided
+		}
+		return Step{}, ErrNotFound
+	}
+	return s, err
+}
+
+// SettlePending settles every pending step of a run with status (a timeout
+// answers questions with their given answers elsewhere; this is for Stop
+// and failures: cancelled).
+func (d *DB) SettlePending(ctx context.Context, run int64, status string) error {
+	_, err := d.Pool.Exec(ctx, `UPDATE run_steps SET status = $2, updated_at = now()
+		WHERE run_id = $1 AND status IN ('pending', 'running')`, run, status)
+	return err
+}
+
+// SetRunWaiting moves a running run to waiting (for the user) and back,
+// and reports whether a stop was requested.
+func (d *DB) SetRunWaiting(ctx context.Context, run int64, waiting bool) (cancelRequested bool, err error) {
+	from, to := RunRunning, RunWaiting
+	if !waiting {
+		from, to = RunWaiting, RunRunning
+	}
+	err = d.Pool.QueryRow(ctx, `UPDATE runs SET status = CASE WHEN status = $2 THEN $3 ELSE status END
+		WHERE id = $1 RETURNING cancel_requested`, run, from, to).Scan(&cancelRequested)
+	return cancelRequested, mapErr(err)
+}
+
+// CancelRequested reports whether someone asked to stop a run.
+func (d *DB) CancelRequested(ctx context.Context, run int64) (bool, error) {
+	var c bool
+	err := d.Pool.QueryRow(ctx, "SELECT cancel_requested FROM runs WHERE id = $1", run).Scan(&c)
+	return c, mapErr(err)
+}
+
+// Checkpoint returns the loop state saved by a run's last step (nil when
+// none was saved).
+func (d *DB) Checkpoint(ctx context.Context, run int64) (json.RawMessage, error) {
+	var cp json.RawMessage
+	err := d.Pool.QueryRow(ctx, "SELECT checkpoint FROM runs WHERE id = $1", run).Scan(&cp)
+	return cp, mapErr(err)
+}
+
+// AdoptWaitingRuns takes over the waiting runs of instances that are gone
+// (self at start-up: its previous life; or instances silent for
+// staleAfter), so their approvals and questions are waited for again.
+func (d *DB) AdoptWaitingRuns(ctx context.Context, self string, staleAfter time.Duration) ([]Run, error) {
+	rows, err := d.Pool.Query(ctx, `UPDATE runs SET instance_id = $1
+		WHERE status = 'waiting' AND (instance_id = $1 OR NOT EXISTS (
+			SELECT 1 FROM instances i WHERE i.id = runs.instance_id AND i.heartbeat_at > now() - make_interval(secs => $2)))
+		RETURNING `+runCols, self, staleAfter.Seconds())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Run])
+}
+
+// ErrNotResumable is returned when a run cannot be resumed from a
+// checkpoint (it is not an interrupted agent run that saved one).
+var ErrNotResumable = errors.New("db: run cannot be resumed")
+
+// ResumeRun queues one of the user's interrupted agent runs again, to go on
+// from its last checkpoint; its answer shows as being written again.
+func (d *DB) ResumeRun(ctx context.Context, user, run int64) (Run, error) {
+	var r Run
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE runs SET status = 'queued', error = '', finished_at = NULL,
+				cancel_requested = false, instance_id = ''
+			WHERE id = $1 AND owner_id = $2 AND kind = 'agent' AND status = 'interrupted' AND checkpoint IS NOT NULL
+			RETURNING `+runCols, run, user)
+		if err != nil {
+			return err
+		}
+		r, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Run])
+		if errors.Is(err, pgx.ErrNoRows) {
+			if _, err := d.Run(ctx, user, run); err != nil {
+				return err
+			}
+			return ErrNotResumable
+		}
+		if err != nil {
+			return err
+		}
+		if r.AssistantMessageID != nil {
+			if _, err := tx.Exec(ctx, `UPDATE messages SET status = 'streaming', error = '', updated_at = now()
+				WHERE id = $1`, *r.AssistantMessageID); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `UPDATE threads SET active_leaf_id = $2 WHERE id = $1`, r.ThreadID, *r.AssistantMessageID)
+		}
+		return err
+	})
+	return r, mapErr(err)
+}
+
+// ToolPolicy is a workspace's rule for one tool.
+type ToolPolicy struct {
+	Tool    string `db:"tool"`
+	Enabled bool   `db:"enabled"`
+	Mode    string `db:"mode"` // auto, ask or deny
+}
+
+// ToolPolicies returns the rules set for one of the user's workspaces (tools
+// without a row follow their defaults).
+func (d *DB) ToolPolicies(ctx context.Context, user, workspace int64) (map[string]ToolPolicy, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT p.tool, p.enabled, p.mode FROM tool_policies p
+		JOIN workspaces w ON w.id = p.workspace_id WHERE p.workspace_id = $1 AND w.owner_id = $2`, workspace, user)
+	if err != nil {
+		return nil, err
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[ToolPolicy])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]ToolPolicy, len(list))
+	for _, p := range list {
+		out[p.Tool] = p
+	}
+	return out, nil
+}
+
+// SetToolPolicy sets the rule of one tool in one of the user's workspaces.
+func (d *DB) SetToolPolicy(ctx context.Context, user, workspace int64, tool string, enabled bool, mode string) error {
+	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		var ok bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM workspaces WHERE id = $1 AND owner_id = $2)",
+			workspace, user).Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotFound
+		}
+		return setToolPolicy(ctx, tx, workspace, tool, enabled, mode)
+	}))
+}
+
+func setToolPolicy(ctx context.Context, q querier, workspace int64, tool string, enabled bool, mode string) error {
+	_, err := q.Exec(ctx, `INSERT INTO tool_policies (workspace_id, tool, enabled, mode) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (workspace_id, tool) DO UPDATE SET enabled = $3, mode = $4, updated_at = now()`,
+		workspace, tool, enabled, mode)
+	return err
+}
+
+// SetAgentMaxSteps sets how many tool rounds an agent run may take in one
+// of the user's workspaces.
+func (d *DB) SetAgentMaxSteps(ctx context.Context, user, workspace int64, n int) error {
+	return execOne(ctx, d.Pool, "UPDATE workspaces SET agent_max_steps = $3, updated_at = now() WHERE id = $1 AND owner_id = $2",
+		workspace, user, n)
+}
+
+// ThreadGrants lists the tools approved for the rest of one of the user's
+// threads.
+func (d *DB) ThreadGrants(ctx context.Context, user, thread int64) (map[string]bool, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT g.tool FROM tool_thread_grants g JOIN threads t ON t.id = g.thread_id
+		WHERE g.thread_id = $1 AND t.owner_id = $2`, thread, user)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		out[t] = true
+	}
+	return out, nil
+}
+
+// TimeoutQuestion settles a pending question with the recommended answers
+// once its deadline passed; one answered meanwhile is ErrDecided.
+func (d *DB) TimeoutQuestion(ctx context.Context, step int64, answers []string) (Step, error) {
+	rows, err := d.Pool.Query(ctx, `UPDATE run_steps SET status = 'timeout', updated_at = now(),
+			data = data || jsonb_build_object('answers', $2::jsonb)
+		WHERE id = $1 AND kind = 'question' AND status = 'pending' RETURNING `+stepCols, step, answers)
+	if err != nil {
+		return Step{}, err
+	}
+	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Step])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Step{}, ErrDecided
+	}
+	return s, err
+}

@@ -1,0 +1,173 @@
+package views
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+
+	"weft/db"
+)
+
+// traceRound is a model turn with the steps it led to.
+type traceRound struct {
+	Turn  *db.Step
+	Items []db.Step
+}
+
+// traceRounds groups steps by model turn; steps before the first turn (the
+// start) are left out.
+func traceRounds(steps []db.Step) []traceRound {
+	var out []traceRound
+	for i := range steps {
+		s := steps[i]
+		switch s.Kind {
+		case db.StepModelTurn:
+			out = append(out, traceRound{Turn: &steps[i]})
+		case db.StepToolCall, db.StepApproval, db.StepQuestion:
+			if len(out) == 0 {
+				out = append(out, traceRound{})
+			}
+			out[len(out)-1].Items = append(out[len(out)-1].Items, s)
+		}
+	}
+	// A final turn without calls still counts as a round in the debug view,
+	// but shows no card in the trace.
+	return out
+}
+
+func countKind(steps []db.Step, kind string) int {
+	n := 0
+	for _, s := range steps {
+		if s.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return clipText(b.String(), 300)
+}
+
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func stepStatusLabel(s string) string {
+	switch s {
+	case db.StepRunning:
+		return "running…"
+	case db.StepOK:
+		return "done"
+	case db.StepError:
+		return "failed"
+	case db.StepRefused:
+		return "refused"
+	case db.StepCancelled:
+		return "cancelled"
+	}
+	return s
+}
+
+func decisionLabel(s string) string {
+	switch s {
+	case db.DecideOnce:
+		return "Allowed once"
+	case db.DecideThread:
+		return "Allowed in this thread"
+	case db.DecideAlways:
+		return "Always allowed in this workspace"
+	case db.DecideDeny:
+		return "Denied"
+	case db.StepCancelled:
+		return "Cancelled"
+	}
+	return s
+}
+
+func changeLabel(op string) string {
+	switch op {
+	case "created":
+		return "Created"
+	case "modified":
+		return "Changed"
+	case "deleted":
+		return "Deleted"
+	}
+	return op
+}
+
+func sourceKindLabel(k string) string {
+	switch k {
+	case "file":
+		return "File"
+	case "kb":
+		return "Knowledge base"
+	case "web":
+		return "Web page"
+	}
+	return k
+}
+
+func modeLabel(mode string, asks bool) string {
+	switch {
+	case mode == "ask" && !asks:
+		return "allowed in this thread"
+	case mode == "ask":
+		return "asks first"
+	case mode == "auto":
+		return "runs without asking"
+	}
+	return mode
+}
+
+func answerAt(answers []string, i int) string {
+	if i < len(answers) && answers[i] != "" {
+		return answers[i]
+	}
+	return "(no answer)"
+}
+
+// agentMeta is what an agent answer's metadata adds.
+type agentMeta struct {
+	Changes []db.FileChange `json:"changes"`
+	Sources []db.StepSource `json:"agent_sources"`
+}
+
+func agentMetaOf(m db.Message) agentMeta {
+	var a agentMeta
+	_ = json.Unmarshal(m.Metadata, &a)
+	return a
+}
