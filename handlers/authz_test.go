@@ -102,6 +102,16 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	if err := store.SetSources(ctx, *first.AssistantMessageID, []db.Source{{N: 1, Document: "a.txt", Text: "text"}}); err != nil {
 		t.Fatal(err)
 	}
+	approval, err := store.AddStep(ctx, first.ID, db.StepApproval, db.StepPending, db.StepData{Tool: "write_file"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	question, err := store.AddStep(ctx, first.ID, db.StepQuestion, db.StepPending,
+		db.StepData{Questions: []db.Question{{Text: "Which?", Options: []string{"a", "b"}, Recommended: -1}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	AP, QS := fmt.Sprint(approval.ID), fmt.Sprint(question.ID)
 	roleN := 0
 	freshRole := func() string { roleN++; return fmt.Sprintf("/roles/%d/delete", newRole(fmt.Sprint("Gone ", roleN)).ID) }
 
@@ -177,6 +187,14 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/kb/{id}/delete", "", nil, freshKB, want{303, 404, login}},
 		{"GET", "/m/{id}/sources/{n}", "/m/" + M + "/sources/1", nil, nil, want{200, 404, login}},
 		{"POST", "/t/{id}/kbs", "/t/" + T + "/kbs", url.Values{"kb": {K}}, nil, want{303, 404, login}},
+		{"GET", "/tools", "/tools", nil, nil, want{200, 200, login}},
+		{"POST", "/tools", "/tools", url.Values{"workspace_id": {W}, "max_steps": {"10"}, "mode_list_files": {"auto"}, "mode_read_file": {"auto"},
+			"mode_search_files": {"auto"}, "mode_write_file": {"ask"}, "mode_edit_file": {"ask"}, "mode_delete_file": {"ask"},
+			"mode_search_knowledge_base": {"auto"}, "mode_ask_user": {"auto"}, "mode_fetch_url": {"ask"}}, nil, want{303, 404, login}},
+		{"POST", "/steps/{id}/decide", "/steps/" + AP + "/decide", url.Values{"decision": {"once"}}, nil, want{303, 404, login}},
+		{"POST", "/steps/{id}/answer", "/steps/" + QS + "/answer", url.Values{"a0": {"b"}}, nil, want{303, 404, login}},
+		{"POST", "/runs/{id}/resume", "/runs/" + R + "/resume", nil, nil, want{400, 404, login}},
+		{"GET", "/t/{id}/debug", "/t/" + T + "/debug", nil, nil, want{200, 404, login}},
 		{"POST", "/login", "/login", url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, nil, want{401, 401, 401}},
 		{"POST", "/register", "/register", url.Values{"email": {"bad"}, "password": {"x"}}, nil, want{422, 422, 422}},
 		{"POST", "/logout", "/logout", nil, nil, want{login, login, login}},

@@ -518,7 +518,7 @@ func MessageItem(v MessageView) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		if v.Run != nil && v.Message.Status == "streaming" {
-			templ_7745c5c3_Err = Placeholder(v.Message, *v.Run).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = Placeholder(v.Message, *v.Run, v.Steps).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

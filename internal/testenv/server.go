@@ -220,6 +220,15 @@ func (c *Client) Register(email, password string) {
 	}
 }
 
+// Login signs an existing account in.
+func (c *Client) Login(email, password string) {
+	c.t.Helper()
+	r := c.Post("/login", url.Values{"email": {email}, "password": {password}})
+	if r.StatusCode != http.StatusSeeOther {
+		c.t.Fatalf("login %s: status %d, body %.300s", email, r.StatusCode, r.Body)
+	}
+}
+
 // SessionCookie returns the current session cookie's value ("" if none).
 func (c *Client) SessionCookie() string {
 	u, _ := url.Parse(c.Base)
