@@ -63,7 +63,13 @@ type trUI struct {
 
 func newTreeUI(t *testing.T) *trUI {
 	t.Helper()
-	app := testenv.Start(t, testenv.NewDB(t), testenv.Options{})
+	return newTreeUIWith(t, testenv.Options{})
+}
+
+// newTreeUIWith is newTreeUI on an app started with o.
+func newTreeUIWith(t *testing.T, o testenv.Options) *trUI {
+	t.Helper()
+	app := testenv.Start(t, testenv.NewDB(t), o)
 	u := &trUI{t: t, ctx: testenv.Browser(t, 90*time.Second), app: app}
 	u.do("register",
 		chromedp.Navigate(app.TS.URL+"/register"),
