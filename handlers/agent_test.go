@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -598,4 +599,105 @@ func countRole(msgs []api.Message, role string) int {
 		}
 	}
 	return n
+}
+
+func TestTheAgentSearchesTheThreadsKnowledgeBasesAndListsTheSources(t *testing.T) {
+	t.Parallel()
+	e := newAgentEnv(t, testenv.Options{})
+	r := e.c.Post("/kb", url.Values{"name": {"Travel"}, "embed_model": {"embedder"}})
+	var kbID int64
+	fmt.Sscanf(r.Header.Get("Location"), "/kb/%d", &kbID)
+	upload(t, e.c, kbID, map[string]string{"lisbon.md": tramGuide})
+	docs := waitDocs(t, e.app.Store, e.user.ID, kbID)
+	if len(docs) != 1 || docs[0].Status != db.DocReady {
+		t.Fatalf("documents %+v", docs)
+	}
+	r = e.c.Post("/t", url.Values{"workspace_id": {fmt.Sprint(e.ws.ID)}, "agent_present": {"1"}, "agent": {"on"},
+		"kb_present": {"1"}, "kb": {fmt.Sprint(kbID)},
+		"content": {`Which tram? [[tool:search_knowledge_base {"query":"tram Alfama"}]]`}})
+	var thread int64
+	fmt.Sscanf(r.Header.Get("Location"), "/t/%d", &thread)
+	run, m := e.finished(thread)
+	if run.Kind != "agent" || run.Status != db.RunCompleted {
+		t.Fatalf("run %s %s %s", run.Kind, run.Status, run.Error)
+	}
+	if !strings.Contains(m.Content, "Last result: [1] lisbon.md") || !strings.Contains(m.Content, "Tram 28") {
+		t.Errorf("the search result did not reach the model: %q", m.Content)
+	}
+	if !strings.Contains(string(m.Metadata), `"kind": "kb"`) || !strings.Contains(string(m.Metadata), fmt.Sprintf(`"document_id": %d`, docs[0].ID)) {
+		t.Errorf("the answer does not list its knowledge-base source: %s", m.Metadata)
+	}
+	if page := e.c.Get(fmt.Sprintf("/t/%d", thread)).Body; !strings.Contains(page, `data-testid="agent-source" data-kind="kb"`) {
+		t.Errorf("the page does not show the sources used")
+	}
+
+	// Another user's agent cannot reach this knowledge base, even by name.
+	other := agentEnvOn(t, e.app.Store, testenv.Options{DefaultModel: "toolie"}, "other-agent@example.com", true)
+	r = other.c.Post("/t", url.Values{"workspace_id": {fmt.Sprint(other.ws.ID)}, "agent_present": {"1"}, "agent": {"on"},
+		"kb_present": {"1"}, "kb": {fmt.Sprint(kbID)}, "content": {`[[tool:search_knowledge_base {"query":"tram"}]]`}})
+	if r.StatusCode != http.StatusUnprocessableEntity && r.StatusCode != http.StatusNotFound {
+		t.Errorf("attaching another user's knowledge base got %d", r.StatusCode)
+	}
+	oth := other.start(`[[tool:search_knowledge_base {"query":"tram Alfama"}]]`)
+	_, om := other.finished(oth)
+	if strings.Contains(om.Content, "Tram 28") || !strings.Contains(om.Content, "no knowledge base is attached") {
+		t.Errorf("another user's search = %q", om.Content)
+	}
+}
+
+func TestStopSettlesAPendingApprovalAsCancelled(t *testing.T) {
+	t.Parallel()
+	e := newAgentEnv(t, testenv.Options{})
+	thread := e.start(`[[tool:delete_file {"path":"x.txt"}]]`)
+	ap := e.pending(thread, db.StepApproval)
+	if r := e.c.Post(fmt.Sprintf("/runs/%d/cancel", ap.RunID), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("cancel: %d", r.StatusCode)
+	}
+	run, m := e.finished(thread)
+	if run.Status != db.RunCancelled || m.Status != db.MsgCancelled {
+		t.Errorf("run %s, answer %s", run.Status, m.Status)
+	}
+	for _, s := range e.steps(run.ID) {
+		if (s.Kind == db.StepApproval || s.Kind == db.StepToolCall) && s.Status != db.StepCancelled {
+			t.Errorf("%s is %s after Stop, want cancelled", s.Kind, s.Status)
+		}
+	}
+	if r := e.c.Post(fmt.Sprintf("/steps/%d/decide", ap.ID), url.Values{"decision": {"once"}}); r.StatusCode != http.StatusSeeOther {
+		t.Errorf("a late decision got %d", r.StatusCode)
+	}
+	if s := e.steps(run.ID); s[len(s)-1].Status == db.DecideOnce {
+		t.Errorf("a late decision changed a cancelled approval")
+	}
+}
+
+func TestAnEnabledWebFetchCitesThePage(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var asked []string
+	e := newAgentEnv(t, testenv.Options{Fetch: func(ctx context.Context, u string) (agent.FetchResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, u)
+		return agent.FetchResult{URL: u, ContentType: "text/html", Text: "Title: Example\n\nExample Domain text."}, nil
+	}})
+	r := e.c.Post("/tools", url.Values{"workspace_id": {fmt.Sprint(e.ws.ID)}, "max_steps": {"25"},
+		"enabled_fetch_url": {"on"}, "mode_fetch_url": {"auto"},
+		"mode_list_files": {"auto"}, "mode_read_file": {"auto"}, "mode_search_files": {"auto"}, "mode_write_file": {"ask"},
+		"mode_edit_file": {"ask"}, "mode_delete_file": {"ask"}, "mode_search_knowledge_base": {"auto"}, "mode_ask_user": {"auto"}})
+	if r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("save: %d", r.StatusCode)
+	}
+	if page := e.c.Get("/tools").Body; strings.Contains(page, "Off by default") {
+		t.Errorf("the settings page still says web fetch is off")
+	}
+	thread := e.start(`[[tool:fetch_url {"url":"https://example.com/"}]]`)
+	run, m := e.finished(thread)
+	mu.Lock()
+	defer mu.Unlock()
+	if run.Status != db.RunCompleted || !strings.Contains(m.Content, "Example Domain text") || len(asked) != 1 {
+		t.Errorf("fetch: %s %q %v", run.Status, m.Content, asked)
+	}
+	if !strings.Contains(string(m.Metadata), `"kind": "web"`) {
+		t.Errorf("the page is not listed as a source: %s", m.Metadata)
+	}
 }
