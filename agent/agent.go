@@ -131,6 +131,10 @@ type pendingCall struct {
 	Step     int64           `json:"step,omitempty"`     // its tool_call step, once recorded
 	Approval int64           `json:"approval,omitempty"` // its approval step, once asked
 	Question int64           `json:"question,omitempty"` // its question step (ask_user)
+	// Started: a tool that changes the workspace was started. A resumed run
+	// finding it set does not run the call again: it may have taken effect
+	// before the server stopped.
+	Started bool `json:"started,omitempty"`
 }
 
 // run is one agent run being executed.
@@ -143,12 +147,22 @@ type run struct {
 	env    *Env
 	cp     checkpoint
 	max    int
+	// waiting: the run shows as waiting for its user (in the database and
+	// to its watchers); an adopted run starts so.
+	waiting bool
 }
 
 // RunAgent executes (or resumes) an agent run.
 func (a *Agent) RunAgent(ctx context.Context, h *chat.AgentHost) chat.AgentResult {
-	x := &run{a: a, h: h, r: h.Run}
+	x := &run{a: a, h: h, r: h.Run, waiting: h.Run.Status == db.RunWaiting}
+	if h.Run.CancelRequested {
+		// Stopped while no instance ran it (an adopted waiting run): its
+		// approval may have been given meanwhile too, but nothing runs.
+		h.StopUser()
+	}
+	stopWatch := x.watchStop(ctx)
 	res := x.loop(ctx)
+	stopWatch()
 	if res.Detached {
 		return res
 	}
@@ -157,19 +171,80 @@ func (a *Agent) RunAgent(ctx context.Context, h *chat.AgentHost) chat.AgentResul
 		res.Detached = true
 		return res
 	}
-	if !res.Done {
-		status := db.StepCancelled
-		if ctx.Err() == nil {
-			status = db.StepCancelled // the run failed: nothing pending can be answered any more
-		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := a.store.SettlePending(wctx, x.r.ID, status); err != nil {
-			slog.Warn("settle pending steps", "run", x.r.ID, "err", err)
-		}
-		cancel()
-		h.Stepped()
+	if res.Err != nil && ctx.Err() == nil {
+		res.Err = x.shown(res.Err)
 	}
+	// Nothing left can be answered or finish: a pending approval or question
+	// (Stop, a failure, or an approval its tool no longer needs once the
+	// workspace's rule changed) and a call that did not finish are settled
+	// as cancelled.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if err := a.store.SettlePending(wctx, x.r.ID, db.StepCancelled); err != nil {
+		slog.Warn("settle pending steps", "run", x.r.ID, "err", err)
+	}
+	cancel()
+	h.Stepped()
 	return res
+}
+
+// modelError is a failure of the model server, which the runtime describes
+// to the user (unreachable, unknown model, …).
+type modelError struct{ err error }
+
+func (e modelError) Error() string { return e.err.Error() }
+func (e modelError) Unwrap() error { return e.err }
+
+// shown is what the user is told about why the run failed: the agent's own
+// messages and the model server's failures as they are, anything else (the
+// database, a broken checkpoint) in general words; its text is logged.
+func (x *run) shown(err error) error {
+	var me modelError
+	if chat.IsUserError(err) || errors.Is(err, chat.ErrNoModel) || errors.As(err, &me) {
+		return err
+	}
+	slog.Error("agent run failed", "run", x.r.ID, "model", x.r.Model, "err", err)
+	return chat.UserError("The agent stopped because of an error on the server. Its steps so far are kept above; retry to run it again.")
+}
+
+// watchStop stops the run when a stop is requested through the database
+// (Stop pressed on another instance), whatever the run is doing: a model
+// turn, a tool call or a wait. The returned func ends the watch.
+func (x *run) watchStop(ctx context.Context) func() {
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(x.a.cfg.PollEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			if stop, err := x.a.store.CancelRequested(wctx, x.r.ID); err == nil && stop {
+				x.h.StopUser()
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// running shows the run as running again after it waited for its user.
+func (x *run) running(ctx context.Context) {
+	if !x.waiting || ctx.Err() != nil {
+		return
+	}
+	if _, err := x.a.store.SetRunWaiting(context.WithoutCancel(ctx), x.r.ID, false); err != nil {
+		slog.Warn("run waiting", "run", x.r.ID, "err", err)
+		return
+	}
+	x.waiting = false
+	x.h.SetStatus(db.RunRunning)
 }
 
 // waitingForUser reports whether the run has a pending approval or question.
@@ -273,14 +348,38 @@ func (x *run) searchKB(ctx context.Context, query string, topK int) ([]KBHit, er
 	return out, nil
 }
 
-// save writes the checkpoint with a new step.
+// addStep records a new step with the checkpoint.
 func (x *run) addStep(ctx context.Context, kind, status string, data db.StepData) (db.Step, error) {
+	return x.addStepAs(ctx, kind, status, data, nil)
+}
+
+// addStepAs records a new step; set stores its id in the checkpoint saved
+// with it, in the same transaction, so that a resumed run finds the step
+// instead of making another.
+func (x *run) addStepAs(ctx context.Context, kind, status string, data db.StepData, set func(id int64)) (db.Step, error) {
 	data.Round = x.cp.Round
-	s, err := x.a.store.AddStep(context.WithoutCancel(ctx), x.r.ID, kind, status, data, x.cp)
-	if err == nil {
-		x.h.Stepped()
+	var cp any = x.cp
+	if set != nil {
+		cp = db.StepCheckpoint(func(s db.Step) any {
+			set(s.ID)
+			return x.cp
+		})
 	}
-	return s, err
+	s, err := x.a.store.AddStep(context.WithoutCancel(ctx), x.r.ID, kind, status, data, cp)
+	if err != nil {
+		if set != nil {
+			set(0)
+		}
+		return s, err
+	}
+	x.h.Stepped()
+	return s, nil
+}
+
+// saveCheckpoint saves the checkpoint with a step left as it is.
+func (x *run) saveCheckpoint(ctx context.Context, s db.Step) error {
+	_, err := x.a.store.UpdateStep(context.WithoutCancel(ctx), s.ID, s.Status, s.Data, x.cp)
+	return err
 }
 
 func (x *run) updateStep(ctx context.Context, s db.Step, status string, data db.StepData) (db.Step, error) {

@@ -65,6 +65,7 @@ func (x *run) loop(ctx context.Context) chat.AgentResult {
 			return x.result(false, chat.UserError(fmt.Sprintf("The agent stopped after %d tool rounds, the step limit of this workspace. "+
 				"Its steps are kept above: ask it to go on, or raise the limit in the tool settings.", x.max)))
 		}
+		x.running(ctx)
 		done, err := x.modelTurn(ctx, asm, offered)
 		if err != nil || done {
 			return x.result(done, err)
@@ -147,7 +148,7 @@ func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools)
 		if chatErr == nil {
 			chatErr = errors.New("the model server ended the answer before it was complete")
 		}
-		return false, chatErr
+		return false, modelError{chatErr}
 	}
 	content, thinking := x.h.Text()
 	x.cp.Usage["prompt_tokens"] += final.Metrics.PromptEvalCount
@@ -202,10 +203,9 @@ func (x *run) runCall(ctx context.Context) error {
 	var s db.Step
 	var err error
 	if p.Step == 0 {
-		if s, err = x.addStep(ctx, db.StepToolCall, db.StepRunning, data); err != nil {
+		if s, err = x.addStepAs(ctx, db.StepToolCall, db.StepRunning, data, func(id int64) { p.Step = id }); err != nil {
 			return fmt.Errorf("record tool call: %w", err)
 		}
-		p.Step = s.ID
 	} else if s, err = x.a.store.StepByID(ctx, x.r.ID, p.Step); err != nil {
 		return fmt.Errorf("load tool call: %w", err)
 	}
@@ -239,13 +239,9 @@ func (x *run) runCall(ctx context.Context) error {
 	}
 	if av.Asks {
 		if p.Approval == 0 {
-			ap, err := x.addStep(ctx, db.StepApproval, db.StepPending, db.StepData{Tool: p.Name, Args: p.Args, CallStep: s.ID})
-			if err != nil {
+			if _, err := x.addStepAs(ctx, db.StepApproval, db.StepPending, db.StepData{Tool: p.Name, Args: p.Args, CallStep: s.ID},
+				func(id int64) { p.Approval = id }); err != nil {
 				return fmt.Errorf("record approval: %w", err)
-			}
-			p.Approval = ap.ID
-			if _, err := x.a.store.UpdateStep(context.WithoutCancel(ctx), s.ID, s.Status, s.Data, x.cp); err != nil {
-				return fmt.Errorf("checkpoint: %w", err)
 			}
 		}
 		dec, err := x.waitFor(ctx, p.Approval, nil)
@@ -262,11 +258,32 @@ func (x *run) runCall(ctx context.Context) error {
 	if p.Name == ToolAskUser {
 		return x.ask(ctx, s, args)
 	}
+	x.running(ctx)
+	if tool.Class == ClassWrite {
+		if p.Started {
+			// The server stopped while this call ran: it may have taken
+			// effect, so it is not made again.
+			return x.finishCall(ctx, s, db.StepError, Result{}, "the server stopped while this call was running, so it is not known "+
+				"whether it took effect; check the workspace before making it again", "")
+		}
+		p.Started = true
+		if _, err := x.updateStep(ctx, s, db.StepRunning, s.Data); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+	}
 	tctx, cancel := context.WithTimeout(ctx, x.a.cfg.ToolTimeout)
 	res, err := tool.Run(tctx, x.env, args)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
+			if p.Started && errors.Is(err, context.Canceled) {
+				// The built-in tools stop before changing anything when
+				// their context ends: a resumed run may make the call.
+				p.Started = false
+				if err := x.saveCheckpoint(ctx, s); err != nil {
+					slog.Warn("checkpoint", "run", x.r.ID, "err", err)
+				}
+			}
 			return ctx.Err()
 		}
 		var te *ToolError
@@ -355,15 +372,8 @@ func (x *run) waitFor(ctx context.Context, step int64, deadline *time.Time) (db.
 	wake, release := x.a.wakeChan(x.r.ID)
 	defer release()
 	bg := context.WithoutCancel(ctx)
-	waiting := false
-	defer func() {
-		if waiting && ctx.Err() == nil {
-			if _, err := x.a.store.SetRunWaiting(bg, x.r.ID, false); err != nil {
-				slog.Warn("run waiting", "run", x.r.ID, "err", err)
-			}
-			x.h.SetStatus(db.RunRunning)
-		}
-	}()
+	// Settled (even before an adopted run got here): running again.
+	defer x.running(ctx)
 	for {
 		s, err := x.a.store.StepByID(ctx, x.r.ID, step)
 		if err != nil {
@@ -378,8 +388,8 @@ func (x *run) waitFor(ctx context.Context, step int64, deadline *time.Time) (db.
 		if deadline != nil && !time.Now().Before(*deadline) {
 			return s, nil
 		}
-		if !waiting {
-			waiting = true
+		if !x.waiting {
+			x.waiting = true
 			stop, err := x.a.store.SetRunWaiting(bg, x.r.ID, true)
 			if err != nil {
 				return db.Step{}, fmt.Errorf("run waiting: %w", err)
@@ -416,13 +426,9 @@ func (x *run) ask(ctx context.Context, s db.Step, args Args) error {
 	}
 	if p.Question == 0 {
 		deadline := time.Now().Add(x.a.cfg.QuestionTimeout).UTC()
-		q, err := x.addStep(ctx, db.StepQuestion, db.StepPending, db.StepData{Questions: qs, Deadline: &deadline})
-		if err != nil {
+		if _, err := x.addStepAs(ctx, db.StepQuestion, db.StepPending, db.StepData{Questions: qs, Deadline: &deadline},
+			func(id int64) { p.Question = id }); err != nil {
 			return fmt.Errorf("record question: %w", err)
-		}
-		p.Question = q.ID
-		if _, err := x.a.store.UpdateStep(context.WithoutCancel(ctx), s.ID, s.Status, s.Data, x.cp); err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
 		}
 	}
 	q, err := x.a.store.StepByID(ctx, x.r.ID, p.Question)

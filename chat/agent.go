@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -91,3 +92,10 @@ func (h *AgentHost) StopReason() string { return h.lr.reason() }
 
 // FlushEvery is how often streamed text should be flushed.
 func (h *AgentHost) FlushEvery() time.Duration { return h.rt.cfg.FlushEvery }
+
+// IsUserError reports whether err is shown to the user as is (made by
+// UserError).
+func IsUserError(err error) bool {
+	var uf userFacing
+	return errors.As(err, &uf)
+}

@@ -117,8 +117,14 @@ const stepCols = "id, run_id, seq, kind, status, data, created_at, updated_at"
 // ErrDecided is returned when an approval or question was already settled.
 var ErrDecided = errors.New("db: already decided")
 
+// StepCheckpoint is a checkpoint that records the id of the step saved with
+// it: AddStep calls it with the new step, inside the transaction, and saves
+// what it returns.
+type StepCheckpoint func(s Step) any
+
 // AddStep appends a step to a run and, when checkpoint is not nil, saves
-// the loop's state in the same transaction.
+// the loop's state in the same transaction (a StepCheckpoint is called with
+// the new step first).
 func (d *DB) AddStep(ctx context.Context, run int64, kind, status string, data StepData, checkpoint any) (Step, error) {
 	var s Step
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -126,6 +132,9 @@ func (d *DB) AddStep(ctx context.Context, run int64, kind, status string, data S
 		s, err = insertStep(ctx, tx, run, kind, status, data)
 		if err != nil {
 			return err
+		}
+		if f, ok := checkpoint.(StepCheckpoint); ok {
+			checkpoint = f(s)
 		}
 		return saveCheckpoint(ctx, tx, run, checkpoint)
 	})
@@ -393,13 +402,15 @@ func (d *DB) AdoptWaitingRuns(ctx context.Context, self string, staleAfter time.
 var ErrNotResumable = errors.New("db: run cannot be resumed")
 
 // ResumeRun queues one of the user's interrupted agent runs again, to go on
-// from its last checkpoint; its answer shows as being written again.
+// from its last checkpoint (from the start when it was interrupted before
+// its first step saved one: nothing ran yet); its answer shows as being
+// written again.
 func (d *DB) ResumeRun(ctx context.Context, user, run int64) (Run, error) {
 	var r Run
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE runs SET status = 'queued', error = '', finished_at = NULL,
 				cancel_requested = false, instance_id = ''
-			WHERE id = $1 AND owner_id = $2 AND kind = 'agent' AND status = 'interrupted' AND checkpoint IS NOT NULL
+			WHERE id = $1 AND owner_id = $2 AND kind = 'agent' AND status = 'interrupted'
 			RETURNING `+runCols, run, user)
 		if err != nil {
 			return err

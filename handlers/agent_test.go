@@ -701,3 +701,255 @@ func TestAnEnabledWebFetchCitesThePage(t *testing.T) {
 		t.Errorf("the page is not listed as a source: %s", m.Metadata)
 	}
 }
+
+// restartPair starts a first app for a new user, with its own instance
+// name; second starts another app on the same database and fake Ollama
+// (same: the first's instance name, as a restart of it).
+func restartPair(t *testing.T, email string, o testenv.Options) (first *agentEnv, second func(same bool) *agentEnv) {
+	t.Helper()
+	store := testenv.NewDB(t)
+	if o.DefaultModel == "" {
+		o.DefaultModel = "toolie"
+	}
+	if o.Agent.DataDir == "" {
+		o.Agent.DataDir = t.TempDir()
+	}
+	o.Chat.Instance = "first-" + t.Name()
+	first = agentEnvOn(t, store, o, email, true)
+	return first, func(same bool) *agentEnv {
+		o2 := o
+		o2.Fake = first.app.Fake
+		if !same {
+			o2.Chat.Instance = "second-" + t.Name()
+		}
+		return agentEnvOn(t, store, o2, email, false)
+	}
+}
+
+func (e *agentEnv) shutdown(wait time.Duration) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	e.app.RT.Shutdown(ctx)
+	cancel()
+}
+
+func (e *agentEnv) exec(sql string, args ...any) {
+	e.t.Helper()
+	if _, err := e.app.Store.Pool.Exec(context.Background(), sql, args...); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func TestAStopOnAnotherInstanceStopsTheAgentDuringAToolCall(t *testing.T) {
+	t.Parallel()
+	called := make(chan struct{}, 1)
+	fetch := func(ctx context.Context, u string) (agent.FetchResult, error) {
+		select {
+		case called <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			return agent.FetchResult{}, ctx.Err()
+		case <-time.After(8 * time.Second):
+		}
+		return agent.FetchResult{URL: u, ContentType: "text/plain", Text: "a slow page"}, nil
+	}
+	first, second := restartPair(t, "remote-stop@example.com", testenv.Options{Fetch: fetch, Agent: agent.Config{PollEvery: 50 * time.Millisecond}})
+	first.allow("fetch_url", agent.ModeAuto)
+	thread := first.start(`[[tool:fetch_url {"url":"https://example.com/"}]]`)
+	select {
+	case <-called:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the fetch was not called")
+	}
+	run := first.lastRun(thread)
+	// The call is in the checkpoint before it runs: a resumed run finds its
+	// step instead of making another.
+	var call int64
+	for _, s := range first.steps(run.ID) {
+		if s.Kind == db.StepToolCall {
+			call = s.ID
+		}
+	}
+	var inCheckpoint int64
+	if err := first.app.Store.Pool.QueryRow(context.Background(),
+		"SELECT COALESCE((checkpoint->'pending'->0->>'step')::bigint, 0) FROM runs WHERE id = $1", run.ID).Scan(&inCheckpoint); err != nil {
+		t.Fatal(err)
+	}
+	if call == 0 || inCheckpoint != call {
+		t.Errorf("the checkpoint names step %d for the running call %d", inCheckpoint, call)
+	}
+
+	other := second(false)
+	started := time.Now()
+	if r := other.c.Post(fmt.Sprintf("/runs/%d/cancel", run.ID), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("cancel on the other instance: %d", r.StatusCode)
+	}
+	run, m := first.finished(thread)
+	if run.Status != db.RunCancelled || m.Status != db.MsgCancelled {
+		t.Errorf("stopped on another instance: run %s, answer %s: %s", run.Status, m.Status, first.describe(run.ID))
+	}
+	if d := time.Since(started); d > 5*time.Second {
+		t.Errorf("the stop took %s", d)
+	}
+}
+
+func TestAResumedAgentRunDoesNotRepeatAWriteThatMayHaveHappened(t *testing.T) {
+	t.Parallel()
+	first, second := restartPair(t, "no-double@example.com", testenv.Options{})
+	thread := first.start(`[[tool:write_file {"path":"once.txt","content":"1"}]]`)
+	ap := first.pending(thread, db.StepApproval)
+	first.shutdown(5 * time.Second)
+	// The server died after the write was approved and started, before its
+	// result was recorded (what the loop saves just before it runs a write).
+	first.exec("UPDATE run_steps SET status = 'once' WHERE id = $1", ap.ID)
+	first.exec(`UPDATE runs SET status = 'interrupted', checkpoint = jsonb_set(checkpoint, '{pending,0,started}', 'true')
+		WHERE id = $1`, ap.RunID)
+
+	next := second(true)
+	if r := next.c.Post(fmt.Sprintf("/runs/%d/resume", ap.RunID), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("resume: %d %s", r.StatusCode, r.Body)
+	}
+	run, m := next.finished(thread)
+	if run.Status != db.RunCompleted {
+		t.Fatalf("resumed: %s (%s): %s", run.Status, run.Error, next.describe(run.ID))
+	}
+	if got := strings.Join(next.calls(run.ID), " "); got != "write_file:error" {
+		t.Errorf("calls = %s, want the write reported, not made again", got)
+	}
+	if _, ok := next.file("once.txt"); ok {
+		t.Errorf("the write that may have happened was made again")
+	}
+	if !strings.Contains(m.Content, "not known whether it took effect") {
+		t.Errorf("the model was not told: %q", m.Content)
+	}
+}
+
+func TestAnAgentRunInterruptedInItsFirstRoundCanBeResumed(t *testing.T) {
+	t.Parallel()
+	first, second := restartPair(t, "first-round@example.com", testenv.Options{})
+	thread := first.start(`Hello [[slow:20ms]] [[tokens:60]]`)
+	deadline := time.Now().Add(20 * time.Second)
+	for first.lastRun(thread).Status != db.RunRunning {
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	first.shutdown(50 * time.Millisecond)
+	run := first.lastRun(thread)
+	if run.Status != db.RunInterrupted {
+		t.Fatalf("after the stop the run is %s", run.Status)
+	}
+	next := second(true)
+	if !strings.Contains(next.c.Get(fmt.Sprintf("/t/%d", thread)).Body, `data-testid="resume"`) {
+		t.Fatalf("no resume offered")
+	}
+	if r := next.c.Post(fmt.Sprintf("/runs/%d/resume", run.ID), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("resume offered but refused: %d %s", r.StatusCode, r.Body)
+	}
+	if run, m := next.finished(thread); run.Status != db.RunCompleted || m.Status != db.MsgComplete {
+		t.Errorf("resumed: %s (%s)", run.Status, run.Error)
+	}
+}
+
+func TestAnInternalAgentErrorIsNotShownToTheUser(t *testing.T) {
+	t.Parallel()
+	e := newAgentEnv(t, testenv.Options{})
+	thread := e.start("Hello")
+	run, _ := e.finished(thread)
+	e.exec(`UPDATE runs SET status = 'interrupted', checkpoint = '{"round": "x"}' WHERE id = $1`, run.ID)
+	if r := e.c.Post(fmt.Sprintf("/runs/%d/resume", run.ID), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("resume: %d", r.StatusCode)
+	}
+	run, m := e.finished(thread)
+	if run.Status != db.RunFailed {
+		t.Fatalf("run %s", run.Status)
+	}
+	for _, leak := range []string{"json", "checkpoint", "unmarshal", "Go struct"} {
+		if strings.Contains(m.Error, leak) || strings.Contains(run.Error, leak) {
+			t.Errorf("the error shown leaks %q: %q", leak, m.Error)
+		}
+	}
+	if !strings.Contains(m.Error, "error on the server") {
+		t.Errorf("error = %q", m.Error)
+	}
+}
+
+func TestAnAdoptedAgentRunDecidedMeanwhileShowsAsRunning(t *testing.T) {
+	t.Parallel()
+	first, second := restartPair(t, "decided-meanwhile@example.com", testenv.Options{})
+	thread := first.start(`[[slow:150ms]] [[tool:write_file {"path":"kept.txt","content":"x"}]]`)
+	ap := first.pending(thread, db.StepApproval)
+	first.shutdown(5 * time.Second)
+	// Decided while no runtime runs it (the request reached the server as
+	// it stopped).
+	if r := first.c.Post(fmt.Sprintf("/steps/%d/decide", ap.ID), url.Values{"decision": {"once"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("decide: %d", r.StatusCode)
+	}
+	next := second(true)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := next.lastRun(thread)
+		if c := next.calls(r.ID); len(c) == 1 && c[0] == "write_file:ok" {
+			if r.Status != db.RunRunning {
+				t.Errorf("the adopted run works on while it shows %s", r.Status)
+			}
+			break
+		}
+		if time.Now().After(deadline) || !r.Active() {
+			t.Fatalf("the write did not happen: %s %s", r.Status, next.describe(r.ID))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if run, _ := next.finished(thread); run.Status != db.RunCompleted {
+		t.Errorf("run %s (%s)", run.Status, run.Error)
+	}
+}
+
+func TestAnApprovalTheAgentNoLongerNeedsIsSettledWhenItsRunEnds(t *testing.T) {
+	t.Parallel()
+	first, second := restartPair(t, "no-longer-needed@example.com", testenv.Options{})
+	thread := first.start(`[[tool:write_file {"path":"auto.txt","content":"x"}]]`)
+	first.pending(thread, db.StepApproval)
+	first.shutdown(5 * time.Second)
+	first.allow("write_file", agent.ModeAuto) // meanwhile, writes need no approval any more
+	next := second(true)
+	run, _ := next.finished(thread)
+	if run.Status != db.RunCompleted {
+		t.Fatalf("run %s (%s)", run.Status, run.Error)
+	}
+	if _, ok := next.file("auto.txt"); !ok {
+		t.Errorf("the write did not run under the new rule")
+	}
+	for _, s := range next.steps(run.ID) {
+		if s.Status == db.StepPending || s.Status == db.StepRunning {
+			t.Errorf("the finished run keeps a %s step %s, still answerable", s.Kind, s.Status)
+		}
+	}
+}
+
+func TestAnAdoptedAgentRunStoppedAndApprovedMeanwhileRunsNothing(t *testing.T) {
+	t.Parallel()
+	first, second := restartPair(t, "stopped-meanwhile@example.com", testenv.Options{})
+	thread := first.start(`[[tool:write_file {"path":"never.txt","content":"x"}]]`)
+	ap := first.pending(thread, db.StepApproval)
+	first.shutdown(5 * time.Second)
+	// While no runtime runs it, Stop is pressed, then the approval given.
+	if r := first.c.Post(fmt.Sprintf("/runs/%d/cancel", ap.RunID), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("cancel: %d", r.StatusCode)
+	}
+	if r := first.c.Post(fmt.Sprintf("/steps/%d/decide", ap.ID), url.Values{"decision": {"once"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("decide: %d", r.StatusCode)
+	}
+	next := second(true)
+	run, m := next.finished(thread)
+	if run.Status != db.RunCancelled || m.Status != db.MsgCancelled {
+		t.Errorf("run %s, answer %s", run.Status, m.Status)
+	}
+	if _, ok := next.file("never.txt"); ok {
+		t.Errorf("the write of a stopped run was made")
+	}
+}
