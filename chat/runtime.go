@@ -41,7 +41,7 @@ type Store interface {
 	SetSources(ctx context.Context, msg int64, sources any) error
 	Heartbeat(ctx context.Context, instance string) error
 	InterruptOrphanedRuns(ctx context.Context, self string, staleAfter time.Duration) ([]db.Run, error)
-	AdoptWaitingRuns(ctx context.Context, self string, staleAfter time.Duration) ([]db.Run, error)
+	AdoptWaitingRuns(ctx context.Context, self string, own bool, staleAfter time.Duration) ([]db.Run, error)
 	ResumeRun(ctx context.Context, user, run int64) (db.Run, error)
 }
 
@@ -130,7 +130,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	if len(interrupted) > 0 {
 		slog.Info("runs interrupted by a previous stop", "count", len(interrupted))
 	}
-	rt.adoptWaiting(ctx, rt.cfg.Instance)
+	rt.adoptWaiting(ctx, true)
 	rt.kickQueued(ctx, 0)
 	rt.wg.Add(1)
 	go rt.housekeeping()
@@ -168,22 +168,23 @@ func (rt *Runtime) housekeeping() {
 		} else if len(runs) > 0 {
 			slog.Info("runs of a dead instance interrupted", "count", len(runs))
 		}
-		rt.adoptWaiting(ctx, "")
+		rt.adoptWaiting(ctx, false)
 		rt.kickQueued(ctx, 0)
 		cancel()
 	}
 }
 
 // adoptWaiting takes over agent runs waiting for their user whose instance
-// is gone (self: this instance's previous life), and waits for them here.
-func (rt *Runtime) adoptWaiting(ctx context.Context, self string) {
+// is gone (own: also this instance's previous life, at start-up), and waits
+// for them here.
+func (rt *Runtime) adoptWaiting(ctx context.Context, own bool) {
 	rt.mu.Lock()
 	closing := rt.closing
 	rt.mu.Unlock()
 	if closing {
 		return
 	}
-	runs, err := rt.store.AdoptWaitingRuns(ctx, self, rt.cfg.StaleAfter)
+	runs, err := rt.store.AdoptWaitingRuns(ctx, rt.cfg.Instance, own, rt.cfg.StaleAfter)
 	if err != nil {
 		slog.Warn("adopt waiting runs", "err", err)
 		return

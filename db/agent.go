@@ -383,14 +383,15 @@ func (d *DB) Checkpoint(ctx context.Context, run int64) (json.RawMessage, error)
 	return cp, mapErr(err)
 }
 
-// AdoptWaitingRuns takes over the waiting runs of instances that are gone
-// (self at start-up: its previous life; or instances silent for
-// staleAfter), so their approvals and questions are waited for again.
-func (d *DB) AdoptWaitingRuns(ctx context.Context, self string, staleAfter time.Duration) ([]Run, error) {
+// AdoptWaitingRuns takes over, for instance self, the waiting runs of
+// instances silent for staleAfter, and with own (at start-up) also those
+// recorded under self (its previous life), so their approvals and questions
+// are waited for again.
+func (d *DB) AdoptWaitingRuns(ctx context.Context, self string, own bool, staleAfter time.Duration) ([]Run, error) {
 	rows, err := d.Pool.Query(ctx, `UPDATE runs SET instance_id = $1
-		WHERE status = 'waiting' AND (instance_id = $1 OR NOT EXISTS (
-			SELECT 1 FROM instances i WHERE i.id = runs.instance_id AND i.heartbeat_at > now() - make_interval(secs => $2)))
-		RETURNING `+runCols, self, staleAfter.Seconds())
+		WHERE status = 'waiting' AND (($3 AND instance_id = $1) OR (instance_id <> $1 AND NOT EXISTS (
+			SELECT 1 FROM instances i WHERE i.id = runs.instance_id AND i.heartbeat_at > now() - make_interval(secs => $2))))
+		RETURNING `+runCols, self, staleAfter.Seconds(), own)
 	if err != nil {
 		return nil, err
 	}

@@ -953,3 +953,43 @@ func TestAnAdoptedAgentRunStoppedAndApprovedMeanwhileRunsNothing(t *testing.T) {
 		t.Errorf("the write of a stopped run was made")
 	}
 }
+
+func TestAnotherInstanceAdoptsARunWaitingOnADeadInstanceAndFinishesIt(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	o := testenv.Options{DefaultModel: "toolie", Agent: agent.Config{DataDir: t.TempDir(), PollEvery: 50 * time.Millisecond}}
+	o.Chat.HeartbeatEvery, o.Chat.StaleAfter = 100*time.Millisecond, 600*time.Millisecond
+	o.Chat.Instance = "dying-" + t.Name()
+	first := agentEnvOn(t, store, o, "adopt@example.com", true)
+	thread := first.start(`[[tool:write_file {"path":"adopted.txt","content":"ok"}]]`)
+	ap := first.pending(thread, db.StepApproval)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	first.app.RT.Shutdown(ctx) // its heartbeat stops: the instance is dead
+	cancel()
+
+	o.Fake = first.app.Fake
+	o.Chat.Instance = "survivor-" + t.Name()
+	second := agentEnvOn(t, store, o, "adopt@example.com", false)
+	deadline := time.Now().Add(15 * time.Second)
+	for second.lastRun(thread).InstanceID != o.Chat.Instance {
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiting run was not adopted: %+v", second.lastRun(thread))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Several housekeeping rounds later it is still waiting, not interrupted.
+	time.Sleep(time.Second)
+	if r := second.lastRun(thread); r.Status != db.RunWaiting || r.InstanceID != o.Chat.Instance {
+		t.Fatalf("the adopted run is %s on %q", r.Status, r.InstanceID)
+	}
+	if r := second.c.Post(fmt.Sprintf("/steps/%d/decide", ap.ID), url.Values{"decision": {"once"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("decide: %d", r.StatusCode)
+	}
+	run, _ := second.finished(thread)
+	if run.Status != db.RunCompleted {
+		t.Fatalf("the adopted run ended %s (%s)", run.Status, run.Error)
+	}
+	if got := strings.Join(second.calls(run.ID), " "); got != "write_file:ok" {
+		t.Errorf("calls = %s", got)
+	}
+}

@@ -135,6 +135,7 @@ func (h *runs) events(w http.ResponseWriter, r *http.Request) {
 // slow connection gets fewer, larger writes.
 func (h *runs) relay(ctx context.Context, es *eventStream, user int64, snap chat.Snapshot, shown string, events <-chan chat.Event, beat <-chan time.Time) error {
 	if snap.Status != shown {
+		shown = snap.Status
 		if err := es.sendComponent(ctx, views.EventStatus, views.RunBar(snap.RunID, snap.Status)); err != nil {
 			return err
 		}
@@ -188,6 +189,16 @@ func (h *runs) relay(ctx context.Context, es *eventStream, user int64, snap chat
 					text.WriteString(ev.Text)
 				case chat.EventThinking:
 					thinking.WriteString(ev.Text)
+				case chat.EventStatus:
+					if ev.Status != shown {
+						shown = ev.Status
+						if err := flush(); err != nil {
+							return err
+						}
+						if err := es.sendComponent(ctx, views.EventStatus, views.RunBar(snap.RunID, ev.Status)); err != nil {
+							return err
+						}
+					}
 				case chat.EventReset:
 					// The round's text moved into its step.
 					text.Reset()
