@@ -24,12 +24,21 @@ func (u *trUI) command(text, cond string) {
 }
 
 // trOpenDetails opens a <details> element by clicking its summary, and
-// waits until it is open and laid out before the next step clicks inside
-// it (a click computed against the closed layout can land elsewhere).
+// waits until it is open. The click is dispatched to the element itself:
+// a click at coordinates can miss when the page scrolls meanwhile (the
+// thread keeps its scroll at the bottom while an answer's fragments load).
 func trOpenDetails(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Steps(
-		trClick(sel+` summary`),
+		trJSClick(sel+` summary`),
 		trWaitFor(`document.querySelector('`+sel+`').open`),
+	)
+}
+
+// trJSClick clicks the first element matching sel through the DOM.
+func trJSClick(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		trWaitFor(`document.querySelector('`+sel+`')`),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('`+sel+`').click()`),
 	)
 }
 
@@ -87,7 +96,7 @@ func TestBrowserContextChooseARoleForAThread(t *testing.T) {
 		trOpenDetails(`[data-testid=thread-settings]`),
 		trSet(`[data-testid=thread-role]`, ""),
 		trSet(`[data-testid=thread-notes]`, "Answer in French."),
-		trClick(`[data-testid=thread-settings-save]`),
+		trJSClick(`[data-testid=thread-settings-save]`),
 	), `(document.querySelector('[data-testid=flash]')?.textContent ?? "").includes("Saved")`)
 	u.send("Bonjour?")
 	req = trRequestFor(t, u.app.Fake, "Bonjour?")
@@ -176,7 +185,7 @@ func TestBrowserContextCompactionMarker(t *testing.T) {
 	u.act("a small context window", chromedp.Steps(
 		trOpenDetails(`[data-testid=thread-settings]`),
 		trSet(`[data-testid=thread-num-ctx]`, "1024"),
-		trClick(`[data-testid=thread-settings-save]`),
+		trJSClick(`[data-testid=thread-settings-save]`),
 	), `(document.querySelector('[data-testid=flash]')?.textContent ?? "").includes("Saved")`)
 	markers := u.num(`document.querySelectorAll('[data-testid=compaction]').length`)
 	u.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__cxSame = true`))
@@ -196,7 +205,7 @@ func TestBrowserContextCompactionMarker(t *testing.T) {
 	u.act("switch compaction off", chromedp.Steps(
 		trOpenDetails(`[data-testid=thread-settings]`),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid=thread-compaction]').checked = false`),
-		trClick(`[data-testid=thread-settings-save]`),
+		trJSClick(`[data-testid=thread-settings-save]`),
 	), `(document.querySelector('[data-testid=flash]')?.textContent ?? "").includes("Saved")`)
 	if !u.yes(`[...document.querySelectorAll('[data-testid=compaction]')].every(m => m.textContent.includes("not used"))`) {
 		t.Errorf("with compaction off the markers do not say their summary is unused")
