@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -29,7 +30,8 @@ func (u *trUI) command(text, cond string) {
 // thread keeps its scroll at the bottom while an answer's fragments load).
 func trOpenDetails(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Steps(
-		trJSClick(sel+` summary`),
+		trWaitFor(`document.querySelector('`+sel+` summary')`),
+		chromedp.Evaluate[chromedp.Void](`(d => { if (!d.open) d.querySelector('summary').click() })(document.querySelector('`+sel+`'))`),
 		trWaitFor(`document.querySelector('`+sel+`').open`),
 	)
 }
@@ -40,6 +42,30 @@ func trJSClick(sel string) chromedp.Action[chromedp.Void] {
 		trWaitFor(`document.querySelector('`+sel+`')`),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('`+sel+`').click()`),
 	)
+}
+
+// saveThreadSettings opens the thread's Context panel, runs fill, saves,
+// and waits for the reloaded page's flash. A save that never reached the
+// server (no navigation within 15 s: a click lost by a busy browser) is
+// done once more.
+func (u *trUI) saveThreadSettings(what string, fill ...chromedp.Action[chromedp.Void]) {
+	u.t.Helper()
+	const saved = `!window.__trOld && document.readyState === "complete" &&
+		(document.querySelector('[data-testid=flash]')?.textContent ?? "").includes("Saved")`
+	for attempt := 0; ; attempt++ {
+		u.do(what+" (mark the page)", chromedp.Evaluate[chromedp.Void](`window.__trOld = true`))
+		steps := append([]chromedp.Action[chromedp.Void]{trOpenDetails(`[data-testid=thread-settings]`)}, fill...)
+		steps = append(steps, trJSClick(`[data-testid=thread-settings-save]`))
+		u.do(what, steps...)
+		if err := chromedp.Do(u.ctx, trWaitForWithin(saved, 15*time.Second)); err == nil {
+			return
+		}
+		if attempt == 1 || !u.yes(`window.__trOld`) {
+			u.wait(what, saved) // navigated (or the second try): wait out the full time and report
+			return
+		}
+		u.t.Logf("%s: the save did not reach the server; saving again", what)
+	}
 }
 
 // commandReload is command for commands that load another page.
@@ -92,12 +118,10 @@ func TestBrowserContextChooseARoleForAThread(t *testing.T) {
 		t.Errorf("the second message lost the role: %q", req.Messages[0].Content)
 	}
 	// Choose no role in the thread's settings: the model gets no persona.
-	u.act("drop the role", chromedp.Steps(
-		trOpenDetails(`[data-testid=thread-settings]`),
+	u.saveThreadSettings("drop the role",
 		trSet(`[data-testid=thread-role]`, ""),
 		trSet(`[data-testid=thread-notes]`, "Answer in French."),
-		trJSClick(`[data-testid=thread-settings-save]`),
-	), `(document.querySelector('[data-testid=flash]')?.textContent ?? "").includes("Saved")`)
+	)
 	u.send("Bonjour?")
 	req = trRequestFor(t, u.app.Fake, "Bonjour?")
 	if req.Messages[0].Role != "system" || !strings.Contains(req.Messages[0].Content, "Answer in French.") || strings.Contains(req.Messages[0].Content, "pirate") {
@@ -182,11 +206,7 @@ func TestBrowserContextCompactionMarker(t *testing.T) {
 	// Automatic: with a small context window the third long question does
 	// not fit; the summary is written first and its marker appears without
 	// a reload.
-	u.act("a small context window", chromedp.Steps(
-		trOpenDetails(`[data-testid=thread-settings]`),
-		trSet(`[data-testid=thread-num-ctx]`, "1024"),
-		trJSClick(`[data-testid=thread-settings-save]`),
-	), `(document.querySelector('[data-testid=flash]')?.textContent ?? "").includes("Saved")`)
+	u.saveThreadSettings("a small context window", trSet(`[data-testid=thread-num-ctx]`, "1024"))
 	markers := u.num(`document.querySelectorAll('[data-testid=compaction]').length`)
 	u.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__cxSame = true`))
 	for i := range 3 {
@@ -202,11 +222,8 @@ func TestBrowserContextCompactionMarker(t *testing.T) {
 	u.wait("the gauge", `document.querySelector('[data-testid=context-gauge]')?.dataset.numCtx === "1024"`)
 
 	// Compaction off: the marker says its summary is not used.
-	u.act("switch compaction off", chromedp.Steps(
-		trOpenDetails(`[data-testid=thread-settings]`),
-		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid=thread-compaction]').checked = false`),
-		trJSClick(`[data-testid=thread-settings-save]`),
-	), `(document.querySelector('[data-testid=flash]')?.textContent ?? "").includes("Saved")`)
+	u.saveThreadSettings("switch compaction off",
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid=thread-compaction]').checked = false`))
 	if !u.yes(`[...document.querySelectorAll('[data-testid=compaction]')].every(m => m.textContent.includes("not used"))`) {
 		t.Errorf("with compaction off the markers do not say their summary is unused")
 	}

@@ -117,8 +117,13 @@ func (u *trUI) wait(what, expr string) {
 // trWaitFor is waitFor with more patience: the machine running the tests
 // may be busy with other test binaries and their browsers.
 func trWaitFor(expr string) chromedp.Action[chromedp.Void] {
+	return trWaitForWithin(expr, 45*time.Second)
+}
+
+// trWaitForWithin is trWaitFor with its own patience.
+func trWaitForWithin(expr string, patience time.Duration) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		deadline := time.Now().Add(45 * time.Second)
+		deadline := time.Now().Add(patience)
 		var last error
 		for time.Now().Before(deadline) {
 			ok, err := chromedp.Evaluate[bool]("Boolean("+expr+")")(ctx, t)

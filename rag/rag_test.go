@@ -95,7 +95,7 @@ func (e *env) add(user db.User, kb db.KnowledgeBase, name, content string) db.Do
 
 func (e *env) wait(user db.User, doc db.Document) db.Document {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		d, err := e.store.Document(context.Background(), user.ID, doc.ID)
 		if err != nil {
