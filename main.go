@@ -23,6 +23,7 @@ import (
 	"weft/chat"
 	"weft/db"
 	"weft/handlers"
+	"weft/media"
 	"weft/rag"
 )
 
@@ -44,6 +45,8 @@ type config struct {
 	embedModel   string
 	kbFileBytes  int64
 	uploadBytes  int64
+	attachBytes  int64
+	attachFiles  int
 }
 
 func loadConfig() (config, error) {
@@ -67,6 +70,12 @@ func loadConfig() (config, error) {
 		return c, err
 	}
 	if c.uploadBytes, err = envInt[int64]("WEFT_KB_MAX_UPLOAD_BYTES", 512<<20, 1024); err != nil {
+		return c, err
+	}
+	if c.attachBytes, err = envInt[int64]("WEFT_ATTACH_MAX_BYTES", 8<<20, 1024); err != nil {
+		return c, err
+	}
+	if c.attachFiles, err = envInt("WEFT_ATTACH_MAX_FILES", 10, 1); err != nil {
 		return c, err
 	}
 	if c.maxCtx, err = envInt("WEFT_MAX_NUM_CTX", 8192, 256); err != nil {
@@ -171,14 +180,18 @@ func run(cfg config) error {
 
 	host := cfg.ollamaHost.String()
 	ollama := chat.NewOllamaClient(cfg.ollamaHost)
-	kb, err := rag.New(store, ollama, rag.Config{OllamaHost: host, MaxFileBytes: cfg.kbFileBytes})
+	ms := media.NewService(store, media.Config{DataDir: cfg.dataDir,
+		Limits: media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles}})
+	kb, err := rag.New(store, ollama, rag.Config{OllamaHost: host, MaxFileBytes: cfg.kbFileBytes,
+		Register: ms.Register, Periodic: ms.Periodic()})
 	if err != nil {
 		return err
 	}
+	ms.SetQueue(kb)
 	ag := agent.New(store, kb, agent.NewFetcher().Fetch, agent.Config{DataDir: cfg.dataDir})
 	rt := chat.New(store, ollama, chat.NewModels(ollama, host, cfg.defaultModel, cfg.maxCtx), chat.Config{
 		Instance: cfg.instance, OllamaHost: host, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt, Retriever: kb,
-		Agent: ag,
+		Agent: ag, Blobs: ms.Blobs, Answered: ms.Answered,
 	})
 	if err := rt.Start(ctx); err != nil {
 		return err
@@ -197,7 +210,7 @@ func run(cfg config) error {
 		MaxBodyBytes:   cfg.maxBody,
 		MaxUploadBytes: cfg.uploadBytes,
 		EmbedModel:     cfg.embedModel,
-	}, store, rt, kb, ag)
+	}, store, rt, kb, ag, ms)
 	defer srv.Close()
 
 	hs := &http.Server{

@@ -45,6 +45,10 @@ type Input struct {
 	// agent field).
 	SetAgent bool
 	Agent    bool
+	// Attachments are files stored and sniffed by the caller; Media are
+	// generated media of the user attached to this message.
+	Attachments []db.NewAttachment
+	Media       []int64
 }
 
 // Send validates and stores a user message with the assistant message and
@@ -53,6 +57,9 @@ type Input struct {
 // in the same transaction, never before.
 func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, error) {
 	content, err := validContent(in.Content)
+	if errors.Is(err, ErrEmpty) && (len(in.Attachments) > 0 || len(in.Media) > 0) {
+		content, err = "", nil // files alone are a message
+	}
 	if err != nil {
 		return db.Sent{}, err
 	}
@@ -74,6 +81,8 @@ func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, err
 		KBs:          in.KBs,
 		SetAgent:     in.SetAgent,
 		Agent:        in.Agent,
+		Attachments:  in.Attachments,
+		Media:        in.Media,
 	})
 	return rt.queued(sent, err)
 }
@@ -163,6 +172,9 @@ func provisionalTitle(content string) string {
 	line, _, _ := strings.Cut(content, "\n")
 	line = strings.Join(strings.Fields(line), " ")
 	const max = 60
+	if line == "" {
+		line = "Files"
+	}
 	if utf8.RuneCountInString(line) <= max {
 		return line
 	}

@@ -130,9 +130,64 @@ func (rt *Runtime) Assemble(ctx context.Context, req ContextRequest) (Assembly, 
 		a.Messages = append(a.Messages, api.Message{Role: "system", Content: sys})
 		a.SystemTokens = estimateTokens(a.Messages, a.CharsPerToken)
 	}
-	a.Messages = append(a.Messages, toAPIMessages(a.Turns)...)
+	turns, err := rt.withAttachments(ctx, req.User, a.Model, a.Turns)
+	if err != nil {
+		return Assembly{}, err
+	}
+	a.Messages = append(a.Messages, turns...)
 	a.Estimate = estimateTokens(a.Messages, a.CharsPerToken)
 	return a, nil
+}
+
+// withAttachments turns the path into model messages with the files of its
+// user messages: a document's text (read once, when it was sent) follows
+// the message's own text; images go to a vision model as images, and are
+// named as left out for any other model.
+func (rt *Runtime) withAttachments(ctx context.Context, user int64, model string, turns []db.Message) ([]api.Message, error) {
+	var ids []int64
+	for _, m := range turns {
+		if m.Role == "user" {
+			ids = append(ids, m.ID)
+		}
+	}
+	files, err := rt.store.Attachments(ctx, user, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load attachments: %w", err)
+	}
+	vision := false
+	if len(files) > 0 {
+		vision, _ = rt.models.Supports(ctx, model, "vision")
+	}
+	out := make([]api.Message, 0, len(turns))
+	for _, m := range turns {
+		if m.Role == "assistant" && m.Content == "" {
+			continue // an answer that never got text says nothing to the model
+		}
+		msg := api.Message{Role: m.Role, Content: m.Content}
+		var b strings.Builder
+		b.WriteString(m.Content)
+		for _, f := range files[m.ID] {
+			switch {
+			case f.Kind == db.AttachDocument:
+				fmt.Fprintf(&b, "\n\n[Attached document: %s]\n%s", f.Name, f.Text)
+				if f.TextTruncated {
+					b.WriteString("\n[The document was cut here: it is longer than what Weft gives the model.]")
+				}
+				fmt.Fprintf(&b, "\n[End of %s]", f.Name)
+			case f.Kind == db.AttachImage && vision && rt.cfg.Blobs != nil:
+				data, err := rt.cfg.Blobs.Read(f.SHA256)
+				if err != nil {
+					return nil, fmt.Errorf("read image %d: %w", f.ID, err)
+				}
+				msg.Images = append(msg.Images, api.ImageData(data))
+			case f.Kind == db.AttachImage:
+				fmt.Fprintf(&b, "\n\n[An image (%s) is attached, but this model cannot see images.]", f.Name)
+			}
+		}
+		msg.Content = strings.TrimPrefix(b.String(), "\n\n")
+		out = append(out, msg)
+	}
+	return out, nil
 }
 
 // applySummary picks the newest compaction node hanging under the deepest

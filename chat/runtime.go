@@ -43,6 +43,7 @@ type Store interface {
 	InterruptOrphanedRuns(ctx context.Context, self string, staleAfter time.Duration) ([]db.Run, error)
 	AdoptWaitingRuns(ctx context.Context, self string, own bool, staleAfter time.Duration) ([]db.Run, error)
 	ResumeRun(ctx context.Context, user, run int64) (db.Run, error)
+	Attachments(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Attachment, error)
 }
 
 // Chatter is the part of the Ollama client that answers.
@@ -69,6 +70,16 @@ type Config struct {
 	// Agent executes agent runs (nil: agent answers say the agent is not
 	// available).
 	Agent AgentRunner
+	// Blobs reads attached files (nil: images are not sent).
+	Blobs BlobReader
+	// Answered is told about every completed answer (automatic read-aloud
+	// and images); it must not block.
+	Answered func(user, thread, msg int64)
+}
+
+// BlobReader reads stored files by content hash.
+type BlobReader interface {
+	Read(sha string) ([]byte, error)
 }
 
 // Runtime executes runs.
@@ -471,6 +482,9 @@ func (rt *Runtime) finish(ctx context.Context, lr *liveRun, r db.Run, fin db.Fin
 	rt.mu.Lock()
 	delete(rt.live, r.ID)
 	rt.mu.Unlock()
+	if err == nil && fin.RunStatus == db.RunCompleted && rt.cfg.Answered != nil {
+		rt.cfg.Answered(r.OwnerID, r.ThreadID, lr.msgID)
+	}
 }
 
 // executeAgent runs an agent run through the AgentRunner and settles it

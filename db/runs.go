@@ -80,6 +80,10 @@ type Send struct {
 	// chosen.
 	SetAgent bool
 	Agent    bool
+	// Attachments are stored files sent with the message; Media are the
+	// user's generated media attached to it.
+	Attachments []NewAttachment
+	Media       []int64
 }
 
 // Sent is what a send created.
@@ -149,6 +153,9 @@ func (d *DB) SendMessage(ctx context.Context, user int64, s Send) (Sent, error) 
 		}
 		t := out.Thread
 		if out.User, err = insertMessage(ctx, tx, t.ID, t.ActiveLeafID, "user", s.Content, MsgComplete, nil); err != nil {
+			return err
+		}
+		if err := insertAttachments(ctx, tx, user, out.User.ID, s.Attachments, s.Media); err != nil {
 			return err
 		}
 		out.Assistant, out.Run, err = insertAnswer(ctx, tx, t, out.User.ID, s.Kind, "")

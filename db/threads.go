@@ -124,10 +124,12 @@ func (d *DB) SetThreadArchived(ctx context.Context, user, id int64, archived boo
 // can collect blobs no longer referenced.
 func (d *DB) DeleteThread(ctx context.Context, user, id int64) (released []string, err error) {
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT a.sha256 FROM attachments a JOIN messages m ON m.id = a.message_id
-			WHERE m.thread_id = $1 AND a.owner_id = $2
-			UNION SELECT md.sha256 FROM media md JOIN messages m ON m.id = md.message_id
-			JOIN threads t ON t.id = m.thread_id WHERE m.thread_id = $1 AND t.owner_id = $2 AND md.sha256 <> ''`, id, user)
+		rows, err := tx.Query(ctx, `SELECT x FROM attachments a JOIN messages m ON m.id = a.message_id,
+				LATERAL (VALUES (a.sha256), (a.thumb_sha)) v(x)
+			WHERE m.thread_id = $1 AND a.owner_id = $2 AND x <> ''
+			UNION SELECT x FROM media md JOIN messages m ON m.id = md.message_id
+			JOIN threads t ON t.id = m.thread_id, LATERAL (VALUES (md.sha256), (md.thumb_sha)) v(x)
+			WHERE m.thread_id = $1 AND t.owner_id = $2 AND x <> ''`, id, user)
 		if err != nil {
 			return err
 		}

@@ -129,6 +129,9 @@ func (d *DB) EditMessage(ctx context.Context, user, message int64, content, kind
 		if out.User, err = insertMessage(ctx, tx, out.Thread.ID, old.ParentID, "user", content, MsgComplete, nil); err != nil {
 			return err
 		}
+		if err := copyAttachments(ctx, tx, old.ID, out.User.ID); err != nil {
+			return err
+		}
 		out.Assistant, out.Run, err = insertAnswer(ctx, tx, out.Thread, out.User.ID, kind, "")
 		return err
 	})
@@ -295,8 +298,10 @@ func (d *DB) DeleteMessage(ctx context.Context, user, message int64) (DeletedSub
 		if out.ActiveRuns, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
 			return err
 		}
-		rows, err = tx.Query(ctx, `SELECT sha256 FROM attachments WHERE message_id = ANY($1)
-			UNION SELECT sha256 FROM media WHERE message_id = ANY($1) AND sha256 <> ''`, ids)
+		rows, err = tx.Query(ctx, `SELECT x FROM attachments a, LATERAL (VALUES (a.sha256), (a.thumb_sha)) v(x)
+			WHERE a.message_id = ANY($1) AND x <> ''
+			UNION SELECT x FROM media md, LATERAL (VALUES (md.sha256), (md.thumb_sha)) v(x)
+			WHERE md.message_id = ANY($1) AND x <> ''`, ids)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"github.com/a-h/templ"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -19,6 +20,7 @@ type settingsStore interface {
 type admin struct {
 	store settingsStore
 	shell *shell
+	media mediaService
 }
 
 func (h *admin) show(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +34,19 @@ func (h *admin) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	h.shell.page(w, r, http.StatusOK, "Administration", views.AdminPage(mode, prompt, r.URL.Query().Has("saved")))
+	st, err := h.media.Settings(r.Context())
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	rep := h.media.LastReport(r.Context())
+	ms := views.MediaSettings{TTSEngine: st.TTSEngine, TTSURL: st.TTSURL, TTSModel: st.TTSModel, TTSVoice: st.TTSVoice,
+		TTSKeySet: st.TTSKey != "", ImageURL: st.ImageURL, ImageModel: st.ImageModel, ImageSize: st.ImageSize,
+		ImageKeySet: st.ImageKey != "", GCExpired: rep.Expired, GCRemoved: rep.Removed, GCBytes: rep.Bytes}
+	if !rep.At.IsZero() {
+		ms.GCAt = rep.At.Format("2006-01-02 15:04 MST")
+	}
+	h.shell.page(w, r, http.StatusOK, "Administration", templ.Join(views.AdminPage(mode, prompt, r.URL.Query().Has("saved")), views.AdminMedia(ms)))
 }
 
 func (h *admin) setSignup(w http.ResponseWriter, r *http.Request) {

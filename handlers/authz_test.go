@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"weft/db"
-	"weft/handlers"
 	"weft/internal/testenv"
+	"weft/media"
 )
 
 // TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly is the
@@ -26,7 +26,8 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := testenv.NewDB(t)
-	ts, srv := testenv.ServerWithHandler(t, store, handlers.Config{})
+	app := testenv.Start(t, store, testenv.Options{})
+	ts, srv := app.TS, app.Handler
 
 	owner := testenv.NewClient(t, ts.URL)
 	owner.Register("owner@example.com", password) // the first account: admin
@@ -112,6 +113,27 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		t.Fatal(err)
 	}
 	AP, QS := fmt.Sprint(approval.ID), fmt.Sprint(question.ID)
+	files, err := app.Media.Accept(ctx, []media.Upload{{Name: "dot.png", Data: testPNG(t, 40, 30)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withFile, err := store.SendMessage(ctx, u.ID, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "look", Kind: "chat", Attachments: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	atts, err := store.Attachments(ctx, u.ID, []int64{withFile.User.ID})
+	if err != nil || len(atts[withFile.User.ID]) != 1 {
+		t.Fatalf("attachments %v %v", atts, err)
+	}
+	AT := fmt.Sprint(atts[withFile.User.ID][0].ID)
+	md, err := store.AddMedia(ctx, u.ID, *first.AssistantMessageID, db.MediaImage, "a dot", "openai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.FinishMedia(ctx, md.ID, &db.MediaReadyInfo{SHA256: files[0].SHA256, MIME: "image/png", ThumbSHA: files[0].ThumbSHA, Size: files[0].Size}, ""); err != nil {
+		t.Fatal(err)
+	}
+	MD := fmt.Sprint(md.ID)
 	roleN := 0
 	freshRole := func() string { roleN++; return fmt.Sprintf("/roles/%d/delete", newRole(fmt.Sprint("Gone ", roleN)).ID) }
 
@@ -195,6 +217,14 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/steps/{id}/answer", "/steps/" + QS + "/answer", url.Values{"a0": {"b"}}, nil, want{303, 404, login}},
 		{"POST", "/runs/{id}/resume", "/runs/" + R + "/resume", nil, nil, want{400, 404, login}},
 		{"GET", "/t/{id}/debug", "/t/" + T + "/debug", nil, nil, want{200, 404, login}},
+		{"GET", "/attachments/{id}", "/attachments/" + AT, nil, nil, want{200, 404, login}},
+		{"GET", "/attachments/{id}/thumb", "/attachments/" + AT + "/thumb", nil, nil, want{200, 404, login}},
+		{"GET", "/media/{id}", "/media/" + MD, nil, nil, want{200, 404, login}},
+		{"GET", "/media/{id}/thumb", "/media/" + MD + "/thumb", nil, nil, want{200, 404, login}},
+		{"GET", "/media/{id}/card", "/media/" + MD + "/card", nil, nil, want{200, 404, login}},
+		{"POST", "/m/{id}/speak", "/m/" + M + "/speak", nil, nil, want{303, 404, login}},
+		{"POST", "/t/{id}/media", "/t/" + T + "/media", url.Values{"tts": {"on"}}, nil, want{303, 404, login}},
+		{"POST", "/admin/media", "/admin/media", url.Values{"tts_engine": {"espeak"}}, nil, want{303, 403, login}},
 		{"POST", "/login", "/login", url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, nil, want{401, 401, 401}},
 		{"POST", "/register", "/register", url.Values{"email": {"bad"}, "password": {"x"}}, nil, want{422, 422, 422}},
 		{"POST", "/logout", "/logout", nil, nil, want{login, login, login}},

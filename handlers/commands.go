@@ -93,7 +93,33 @@ func (h *threads) command(w http.ResponseWriter, r *http.Request, u db.User, in 
 		h.cmdStop(w, r, u, in, t)
 	case "/retry":
 		h.cmdRetry(w, r, u, in, t)
+	case "/image":
+		h.cmdImage(w, r, u, in, t, c.arg)
 	}
+}
+
+// cmdImage generates an image from a prompt: the prompt is stored as a user
+// message, the image as media on the answer below it.
+func (h *threads) cmdImage(w http.ResponseWriter, r *http.Request, u db.User, in chat.Input, t db.Thread, prompt string) {
+	if !h.media.ImagesEnabled(r.Context()) {
+		h.refuse(w, r, in, "Image generation is not configured on this server (an admin sets it up on /admin).")
+		return
+	}
+	prompt = strings.TrimSpace(prompt)
+	if prompt == "" || utf8.RuneCountInString(prompt) > 4000 {
+		h.refuse(w, r, in, "Describe the image after the command, for example: /image a lighthouse at dawn (at most 4,000 characters).")
+		return
+	}
+	sent, md, err := h.store.AddImageRequest(r.Context(), u.ID, t.ID, prompt, "Image: "+prompt, "openai")
+	if err != nil {
+		storeError(w, r, err)
+		return
+	}
+	if err := h.media.QueueImage(r.Context(), md.ID); err != nil {
+		serverError(w, r, err)
+		return
+	}
+	redirect(w, r, fmt.Sprintf("/t/%d#m%d", t.ID, sent.Assistant.ID))
 }
 
 func isCommand(name string) bool {

@@ -21,6 +21,7 @@ type homeStore interface {
 type home struct {
 	shell *shell
 	store homeStore
+	media attacher
 }
 
 func (h *home) show(w http.ResponseWriter, r *http.Request) {
@@ -63,5 +64,7 @@ func (h *home) render(w http.ResponseWriter, r *http.Request, status int, u db.U
 		serverError(w, r, err)
 		return
 	}
+	lim := h.media.Limits()
+	c.MaxFiles, c.MaxFileBytes = lim.MaxFiles, lim.MaxFileBytes
 	render(w, r, status, views.Page(ws.Name, views.App(s, views.Home(ws, c))))
 }

@@ -21,6 +21,7 @@ type messageStore interface {
 // regenerate, edit, continue, switch branch, fork and delete. Every action
 // adds to the tree or moves the visible branch; nothing is overwritten.
 type messages struct {
+	media attacher
 	store messageStore
 	rt    runtime
 }
@@ -128,5 +129,8 @@ func (h *messages) delete(w http.ResponseWriter, r *http.Request) {
 	}
 	slog.InfoContext(r.Context(), "messages deleted", "thread", del.ThreadID, "count", del.Messages,
 		"stopped_runs", len(del.ActiveRuns), "released_blobs", len(del.Released))
+	if h.media != nil {
+		h.media.Release(r.Context(), del.Released)
+	}
 	redirect(w, r, fmt.Sprintf("/t/%d", del.ThreadID))
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -36,8 +37,18 @@ func securityHeaders(next http.Handler) http.Handler {
 // capBody limits every request body before anything parses it. Routes that
 // accept uploads raise the cap for themselves.
 func capBody(limit int64) func(http.Handler) http.Handler {
+	return capBodyFiles(limit, limit)
+}
+
+// capBodyFiles is capBody with a larger cap for multipart bodies (forms
+// carrying files).
+func capBodyFiles(limit, withFiles int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			limit := limit
+			if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+				limit = withFiles
+			}
 			if r.ContentLength > limit {
 				errorPage(w, r, http.StatusRequestEntityTooLarge, "That request is too large.")
 				return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/a-h/templ"
 
@@ -87,7 +88,15 @@ func storeError(w http.ResponseWriter, r *http.Request, err error) {
 // parseForm parses a (capped) form body and answers the request itself when
 // that fails: 413 for a body over the cap, 400 otherwise.
 func parseForm(w http.ResponseWriter, r *http.Request) bool {
-	if err := r.ParseForm(); err != nil {
+	var err error
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		// The composer sends files; parts over 8 MB wait on disk (the body
+		// is capped before this).
+		err = r.ParseMultipartForm(8 << 20)
+	} else {
+		err = r.ParseForm()
+	}
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			errorPage(w, r, http.StatusRequestEntityTooLarge, "That request is too large.")

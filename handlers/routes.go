@@ -20,6 +20,7 @@ import (
 	"weft/agent"
 	"weft/chat"
 	"weft/db"
+	"weft/media"
 	"weft/rag"
 	"weft/static"
 )
@@ -66,7 +67,7 @@ func (s *Server) Close() {
 }
 
 // New wires the route table.
-func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.Agent) *Server {
+func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.Agent, med *media.Service) *Server {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
@@ -94,18 +95,20 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	a := &auth{store: store, sessions: sessions, limit: cfg.LoginLimit}
 	closing := make(chan struct{})
 	sh := &shell{store: store, sessions: sessions, models: rt.Models()}
-	hm := &home{shell: sh, store: store}
-	th := &threads{store: store, shell: sh, home: hm, rt: rt}
+	hm := &home{shell: sh, store: store, media: med}
+	th := &threads{store: store, shell: sh, home: hm, rt: rt, media: med}
 	rl := &roles{store: store, shell: sh}
 	st := &settings{store: store, shell: sh}
 	kh := &kbs{store: store, rag: kb, models: rt.Models(), shell: sh, embedModel: cfg.EmbedModel}
 	rn := &runs{store: store, models: rt.Models(), rt: rt, closing: closing}
-	ms := &messages{store: store, rt: rt}
+	ms := &messages{store: store, rt: rt, media: med}
 	mg := &manage{store: store, shell: sh}
 	ws := &workspaces{store: store, shell: sh, sessions: sessions}
 	ad := &admin{store: store, shell: sh}
 	ap := &agentPages{store: store, ag: ag, models: rt.Models(), shell: sh, rt: rt}
 	sh.agent = ap
+	mp := &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: sh}
+	ad.media = med
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -140,9 +143,7 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 			r.Use(requireUser)
 			r.Get("/", hm.show)
 
-			r.Post("/t", th.create)
 			r.Get("/t/{id}", th.show)
-			r.Post("/t/{id}/messages", th.append)
 			r.Post("/t/{id}/rename", th.rename)
 			r.Post("/t/{id}/pin", th.pin)
 			r.Post("/t/{id}/archive", th.archive)
@@ -198,10 +199,27 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 			r.Get("/settings", st.show)
 			r.Post("/settings/instructions", st.setInstructions)
 
+			r.Get("/attachments/{id}", mp.attachment)
+			r.Get("/attachments/{id}/thumb", mp.attachmentThumb)
+			r.Get("/media/{id}", mp.mediaFile(false))
+			r.Get("/media/{id}/thumb", mp.mediaFile(true))
+			r.Get("/media/{id}/card", mp.mediaCard)
+			r.Post("/m/{id}/speak", mp.speak)
+			r.Post("/t/{id}/media", mp.threadMedia)
+			r.With(requireAdmin).Post("/admin/media", mp.adminMedia)
+
 			r.With(requireAdmin).Get("/admin", ad.show)
 			r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
 			r.With(requireAdmin).Post("/admin/system-prompt", ad.setSystemPrompt)
 		})
+	})
+	// Sends: the composer's files make them larger than other forms.
+	r.Group(func(r chi.Router) {
+		lim := med.Limits()
+		r.Use(capBodyFiles(cfg.MaxBodyBytes, int64(lim.MaxFiles)*lim.MaxFileBytes+cfg.MaxBodyBytes+1<<20), writeDeadline(2*time.Minute),
+			sessions.LoadAndSave, a.withUser, requireUser)
+		r.Post("/t", th.create)
+		r.Post("/t/{id}/messages", th.append)
 	})
 	// Uploads: the same, with a larger cap of their own.
 	r.Group(func(r chi.Router) {

@@ -15,6 +15,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/media"
 	"weft/views"
 )
 
@@ -45,6 +46,18 @@ type threadStore interface {
 	ThreadKBs(ctx context.Context, user, thread int64) ([]db.KnowledgeBase, error)
 	SetThreadKBs(ctx context.Context, user, thread int64, kbs []int64) error
 	StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map[int64]db.RunSteps, error)
+	Attachments(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Attachment, error)
+	MediaOf(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Media, error)
+	AddImageRequest(ctx context.Context, user, thread int64, prompt, answer, engine string) (db.Sent, db.Media, error)
+}
+
+// attacher stores the composer's files and queues media.
+type attacher interface {
+	Accept(ctx context.Context, files []media.Upload) ([]db.NewAttachment, error)
+	Limits() media.Limits
+	ImagesEnabled(ctx context.Context) bool
+	QueueImage(ctx context.Context, media int64) error
+	Release(ctx context.Context, shas []string)
 }
 
 // threads serves the thread page and the thread's actions.
@@ -52,6 +65,7 @@ type threads struct {
 	store threadStore
 	shell *shell
 	home  *home
+	media attacher
 	rt    runtime
 }
 
@@ -116,6 +130,9 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
+	lim := h.media.Limits()
+	p.Composer.MaxFiles, p.Composer.MaxFileBytes = lim.MaxFiles, lim.MaxFileBytes
+	p.ImagesOn = h.media.ImagesEnabled(r.Context())
 	render(w, r, http.StatusOK, views.Page(threadTitleOr(t.Title), views.App(s, views.Thread(p))))
 }
 
@@ -169,6 +186,9 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 		}
 		in.SetKBs, in.KBs = true, kbs
 	}
+	if !h.attach(w, r, u, &in) {
+		return
+	}
 	if r.PostForm.Has("agent_present") {
 		in.SetAgent, in.Agent = true, r.PostForm.Get("agent") == "on"
 	}
@@ -194,6 +214,9 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 	case errors.Is(err, db.ErrNotFound) && len(in.KBs) > 0:
 		h.refuse(w, r, in, "Message not sent: a chosen knowledge base does not exist any more (reload the page).")
 		return
+	case errors.Is(err, db.ErrNotFound) && len(in.Media) > 0:
+		h.refuse(w, r, in, "Message not sent: an attached image does not exist any more (reload the page).")
+		return
 	case err != nil:
 		storeError(w, r, err)
 		return
@@ -204,8 +227,13 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 	if isHTMX(r) && !sent.Created {
 		// The composer appends the user message and the answer placeholder.
 		run := sent.Run
+		files, err := h.store.Attachments(r.Context(), u.ID, []int64{sent.User.ID})
+		if err != nil {
+			serverError(w, r, err)
+			return
+		}
 		render(w, r, http.StatusOK, templ.Join(
-			views.MessageItem(views.MessageView{Message: sent.User}),
+			views.MessageItem(views.MessageView{Message: sent.User, Attachments: files[sent.User.ID]}),
 			views.MessageItem(views.MessageView{Message: sent.Assistant, Run: &run}),
 		))
 		return
@@ -391,6 +419,14 @@ func (h *threads) messageViews(ctx context.Context, user int64, t db.Thread, msg
 	if err != nil {
 		return nil, err
 	}
+	files, err := h.store.Attachments(ctx, user, ids)
+	if err != nil {
+		return nil, err
+	}
+	generated, err := h.store.MediaOf(ctx, user, ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]views.MessageView, len(msgs))
 	for i, m := range msgs {
 		run := byMsg[m.ID]
@@ -407,6 +443,7 @@ func (h *threads) messageViews(ctx context.Context, user int64, t db.Thread, msg
 		if rs, ok := steps[m.ID]; ok {
 			out[i].Steps, out[i].AgentRun = rs.Steps, &rs.Run
 		}
+		out[i].Attachments, out[i].Media = files[m.ID], generated[m.ID]
 	}
 	return out, nil
 }
@@ -469,6 +506,7 @@ func (h *threads) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	slog.InfoContext(r.Context(), "thread deleted", "thread", id, "released_blobs", len(released))
+	h.media.Release(r.Context(), released)
 	redirect(w, r, "/")
 }
 
@@ -485,4 +523,58 @@ func kbIDs(kbs []db.KnowledgeBase) map[int64]bool {
 		m[kb.ID] = true
 	}
 	return m
+}
+
+// attach reads the composer's files and attached media into in; it answers
+// the request itself (keeping the typed text) when they are refused.
+func (h *threads) attach(w http.ResponseWriter, r *http.Request, u db.User, in *chat.Input) bool {
+	lim := h.media.Limits()
+	uploads, err := readUploads(r, lim.MaxFileBytes)
+	if err != nil {
+		h.refuse(w, r, *in, "Message not sent: the attached files could not be read; try again.")
+		return false
+	}
+	for _, v := range r.PostForm["media"] {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			h.refuse(w, r, *in, "Message not sent: an attached image does not exist.")
+			return false
+		}
+		in.Media = append(in.Media, id)
+	}
+	if len(uploads) == 0 {
+		return true
+	}
+	files, err := h.media.Accept(r.Context(), uploads)
+	if errors.Is(err, media.ErrRefused) {
+		h.refuse(w, r, *in, "Message not sent: "+err.Error())
+		return false
+	}
+	if err != nil {
+		serverError(w, r, err)
+		return false
+	}
+	model := in.Model
+	if model == "" && in.ThreadID != 0 {
+		if t, err := h.store.Thread(r.Context(), u.ID, in.ThreadID); err == nil {
+			model = t.Model
+		}
+	}
+	if model == "" {
+		model = h.shell.models.Default(r.Context())
+	}
+	for _, f := range files {
+		if f.Kind == db.AttachImage && !h.sees(r.Context(), model) {
+			h.refuse(w, r, *in, fmt.Sprintf("Message not sent: the model %s cannot see images. Choose a model with vision (such as llava or a gemma3 model), or send the image without it.", model))
+			return false
+		}
+	}
+	in.Attachments = files
+	return true
+}
+
+// sees reports whether a model takes images.
+func (h *threads) sees(ctx context.Context, model string) bool {
+	has, _ := h.shell.agent.models.Supports(ctx, model, "vision")
+	return has
 }

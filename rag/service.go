@@ -37,6 +37,10 @@ type Config struct {
 	// RetryBackoff is the first wait after a transient embedding error
 	// (default 1 s; doubled per try, 4 tries per batch).
 	RetryBackoff time.Duration
+	// Register adds the workers of other parts (media) to the job queue,
+	// which this service owns; Periodic are their periodic jobs.
+	Register func(*river.Workers) error
+	Periodic []*river.PeriodicJob
 }
 
 // Service ingests documents in the background (River, on Postgres) and
@@ -80,7 +84,13 @@ func New(store *db.DB, emb Embedder, cfg Config) (*Service, error) {
 	if err := river.AddWorkerSafely(workers, &reembedWorker{s: s}); err != nil {
 		return nil, err
 	}
+	if cfg.Register != nil {
+		if err := cfg.Register(workers); err != nil {
+			return nil, err
+		}
+	}
 	client, err := river.NewClient(riverpgxv5.New(store.Pool), &river.Config{
+		PeriodicJobs:         cfg.Periodic,
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
 		Workers:              workers,
 		JobTimeout:           cfg.JobTimeout,
@@ -204,6 +214,12 @@ func (s *Service) EnqueueReembed(ctx context.Context) func(tx pgx.Tx, kb db.Know
 		_, err := s.river.InsertTx(ctx, tx, ReembedArgs{KBID: kb.ID}, &river.InsertOpts{MaxAttempts: ingestAttempts})
 		return err
 	}
+}
+
+// Enqueue adds a job of another part (registered through Config.Register).
+func (s *Service) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
+	_, err := s.river.Insert(ctx, args, opts)
+	return err
 }
 
 func ptr[T any](v T) *T { return &v }

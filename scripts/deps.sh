@@ -2,8 +2,8 @@
 # deps.sh — idempotently install the system packages Weft needs
 # (Debian 12 bookworm / Ubuntu, run as root).
 #
-#   scripts/deps.sh run    PostgreSQL server + pgvector   (what `make run` needs)
-#   scripts/deps.sh test   the above + Debian's chromium  (what `make test` needs)
+#   scripts/deps.sh run    PostgreSQL server + pgvector + espeak-ng  (what `make run` needs)
+#   scripts/deps.sh test   the above + Debian's chromium             (what `make test` needs)
 #
 # Everything is checked first (file existence / dpkg -s); when all is present
 # the script prints nothing and exits 0 in well under a second, even as a
@@ -16,6 +16,9 @@
 # pgvector package) it is built from Debian 13 (trixie)'s source package,
 # using a deb-src-only trixie entry pinned so that no binary is ever taken
 # from trixie.
+#
+# espeak-ng: the local text-to-speech program behind read-aloud (media.Espeak);
+# its tests run in `make test`, so both modes install it.
 set -euo pipefail
 
 usage() {
@@ -112,6 +115,7 @@ PG_MAJOR=$(pg_installed_major)
 NEED_PG=0
 NEED_VECTOR=0
 NEED_CHROMIUM=0
+NEED_ESPEAK=0
 
 if [[ -z $PG_MAJOR ]]; then
 	NEED_PG=1
@@ -122,8 +126,9 @@ fi
 if [[ $MODE == test && ! -x /usr/bin/chromium ]]; then
 	NEED_CHROMIUM=1
 fi
+command -v espeak-ng >/dev/null 2>&1 || NEED_ESPEAK=1
 
-if ((NEED_PG + NEED_VECTOR + NEED_CHROMIUM == 0)); then
+if ((NEED_PG + NEED_VECTOR + NEED_CHROMIUM + NEED_ESPEAK == 0)); then
 	exit 0
 fi
 
@@ -145,6 +150,7 @@ if [[ $(id -u) -ne 0 ]]; then
 	((NEED_PG)) && missing+=("PostgreSQL server (postgresql)")
 	((NEED_VECTOR)) && missing+=("pgvector for PostgreSQL $V")
 	((NEED_CHROMIUM)) && missing+=("chromium")
+	((NEED_ESPEAK)) && missing+=("espeak-ng")
 	{
 		joined=${missing[0]}
 		for m in "${missing[@]:1}"; do joined+=", $m"; done
@@ -154,6 +160,7 @@ if [[ $(id -u) -ne 0 ]]; then
 		pkgs=()
 		((NEED_PG)) && pkgs+=(postgresql)
 		((NEED_CHROMIUM)) && pkgs+=(chromium)
+		((NEED_ESPEAK)) && pkgs+=(espeak-ng)
 		((NEED_VECTOR && VECTOR_BINARY)) && pkgs+=("postgresql-$V-pgvector")
 		if ((NEED_VECTOR && !VECTOR_BINARY)); then
 			echo "  echo '$(trixie_src_line)' > $TRIXIE_LIST"
@@ -284,6 +291,11 @@ fi
 if ((NEED_CHROMIUM)); then
 	install_pkgs chromium
 	[[ -x /usr/bin/chromium ]] || die "chromium installed but /usr/bin/chromium missing"
+fi
+
+if ((NEED_ESPEAK)); then
+	install_pkgs espeak-ng
+	command -v espeak-ng >/dev/null 2>&1 || die "espeak-ng installed but not on PATH"
 fi
 
 say "done"

@@ -303,3 +303,86 @@
     form.requestSubmit();
   });
 })();
+
+// Composer attachments: files dropped on or pasted into the composer join
+// its file input (they are sent with the message); the chosen files are
+// listed; "Attach to next message" on a generated image adds it.
+(function () {
+  "use strict";
+
+  const composer = () => document.querySelector('form.composer');
+  const fileInput = (form) => form && form.querySelector('input[type="file"][name="files"]');
+
+  const listFiles = (form) => {
+    const input = fileInput(form);
+    const list = form && form.querySelector("[data-file-list]");
+    if (!input || !list) return;
+    list.textContent = [...input.files].map((f) => f.name).join(", ");
+  };
+
+  const addFiles = (form, files) => {
+    const input = fileInput(form);
+    if (!input || files.length === 0) return;
+    const dt = new DataTransfer();
+    [...input.files, ...files].forEach((f) => dt.items.add(f));
+    input.files = dt.files;
+    listFiles(form);
+  };
+
+  document.addEventListener("change", (event) => {
+    if (event.target.matches && event.target.matches('form.composer input[name="files"]')) listFiles(event.target.form);
+  });
+  document.addEventListener("paste", (event) => {
+    const form = event.target.closest && event.target.closest("form.composer");
+    if (!form || !event.clipboardData || event.clipboardData.files.length === 0) return;
+    event.preventDefault();
+    addFiles(form, [...event.clipboardData.files]);
+  });
+  ["dragenter", "dragover"].forEach((type) => document.addEventListener(type, (event) => {
+    const form = event.target.closest && event.target.closest("form[data-drop-files]");
+    if (!form || !event.dataTransfer || ![...event.dataTransfer.types].includes("Files")) return;
+    event.preventDefault();
+    form.classList.add("dropping");
+  }));
+  document.addEventListener("dragleave", (event) => {
+    const form = event.target.closest && event.target.closest("form[data-drop-files]");
+    if (form && !form.contains(event.relatedTarget)) form.classList.remove("dropping");
+  });
+  document.addEventListener("drop", (event) => {
+    const form = event.target.closest && event.target.closest("form[data-drop-files]");
+    if (!form || !event.dataTransfer || event.dataTransfer.files.length === 0) return;
+    event.preventDefault();
+    form.classList.remove("dropping");
+    addFiles(form, [...event.dataTransfer.files]);
+  });
+  document.addEventListener("htmx:afterRequest", (event) => {
+    const form = event.detail && event.detail.elt;
+    if (form && form.matches && form.matches("form.composer") && event.detail.successful) {
+      listFiles(form);
+      form.querySelectorAll('#composer-media > *').forEach((el) => el.remove());
+    }
+  });
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest && event.target.closest("[data-attach-media]");
+    const form = composer();
+    if (!button || !form) return;
+    const id = button.dataset.attachMedia;
+    const box = form.querySelector("#composer-media");
+    if (!box || box.querySelector(`input[value="${CSS.escape(id)}"]`)) return;
+    const chip = document.createElement("span");
+    chip.className = "media-chip";
+    chip.dataset.testid = "attached-media";
+    chip.textContent = "image " + id + " ";
+    const input = document.createElement("input");
+    input.type = "hidden";
+    input.name = "media";
+    input.value = id;
+    const remove = document.createElement("button");
+    remove.type = "button";
+    remove.className = "link";
+    remove.textContent = "×";
+    remove.addEventListener("click", () => chip.remove());
+    chip.append(input, remove);
+    box.append(chip);
+  });
+})();

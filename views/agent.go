@@ -3,6 +3,7 @@ package views
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"unicode/utf8"
 
 	"weft/db"
@@ -170,4 +171,21 @@ func agentMetaOf(m db.Message) agentMeta {
 	var a agentMeta
 	_ = json.Unmarshal(m.Metadata, &a)
 	return a
+}
+
+func keyHint(set bool) string {
+	if set {
+		return "set (leave empty to keep)"
+	}
+	return "none"
+}
+
+func fileSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MB"
+	case n >= 1<<10:
+		return strconv.FormatInt(n>>10, 10) + " KB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }

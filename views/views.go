@@ -45,6 +45,8 @@ type ComposerData struct {
 	Agent       bool               // agent mode is on for the thread
 	AgentRoot   string             // the workspace folder the agent works in
 	Tools       []ToolState        // what the agent may use, and why not
+	MaxFiles     int   // attachments per message
+	MaxFileBytes int64 // per attachment
 }
 
 // ToolState is one tool's availability, as the tool settings page, the
@@ -91,6 +93,10 @@ type MessageView struct {
 	// AgentRun that run (nil for other routes).
 	Steps    []db.Step
 	AgentRun *db.Run
+	// Attachments are the files of a user message; Media the generated
+	// audio and images of an answer.
+	Attachments []db.Attachment
+	Media       []db.Media
 }
 
 // ThreadPage is the main column of /t/{id}.
@@ -104,6 +110,7 @@ type ThreadPage struct {
 	Composer    ComposerData
 	Roles       []db.Role
 	Usage       db.UsageTotals
+	ImagesOn    bool // image generation is configured
 }
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }
@@ -115,4 +122,17 @@ func threadTitle(t string) string {
 		return "Untitled"
 	}
 	return t
+}
+
+// MediaSettings is the admin's view of the media settings (keys are never
+// shown, only whether they are set) and the last clean-up.
+type MediaSettings struct {
+	TTSEngine, TTSURL, TTSModel, TTSVoice string
+	TTSKeySet                             bool
+	ImageURL, ImageModel, ImageSize       string
+	ImageKeySet                           bool
+	GCAt                                  string
+	GCExpired                             int64
+	GCRemoved                             int
+	GCBytes                               int64
 }

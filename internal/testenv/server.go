@@ -16,6 +16,7 @@ import (
 	"weft/db"
 	"weft/handlers"
 	"weft/internal/fakeollama"
+	"weft/media"
 	"weft/rag"
 )
 
@@ -27,6 +28,7 @@ type Options struct {
 	DefaultModel string             // WEFT_DEFAULT_MODEL; "" means "tiny"
 	RAG          rag.Config
 	Agent        agent.Config // DataDir "" : a temporary directory
+	Media        media.Config // DataDir "" : a temporary directory
 	// Fetch replaces the agent's web fetch (nil: the real, SSRF-safe one).
 	Fetch func(ctx context.Context, url string) (agent.FetchResult, error)
 }
@@ -40,6 +42,7 @@ type App struct {
 	Fake    *fakeollama.Server
 	Store   *db.DB
 	Agent   *agent.Agent
+	Media   *media.Service
 }
 
 // Start runs Weft's real runtime and handler on a local port.
@@ -69,10 +72,17 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 	if o.RAG.RetryBackoff == 0 {
 		o.RAG.RetryBackoff = 20 * time.Millisecond
 	}
+	if o.Media.DataDir == "" {
+		o.Media.DataDir = t.TempDir()
+	}
+	ms := media.NewService(store, o.Media)
+	o.RAG.Register, o.RAG.Periodic = ms.Register, ms.Periodic()
 	kb, err := rag.New(store, client, o.RAG)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ms.SetQueue(kb)
+	o.Chat.Blobs, o.Chat.Answered = ms.Blobs, ms.Answered
 	o.Chat.Retriever = kb
 	if o.Agent.DataDir == "" {
 		o.Agent.DataDir = t.TempDir()
@@ -92,7 +102,7 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 	if o.HTTP.EmbedModel == "" {
 		o.HTTP.EmbedModel = "embedder"
 	}
-	srv := handlers.New(o.HTTP, store, rt, kb, ag)
+	srv := handlers.New(o.HTTP, store, rt, kb, ag, ms)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		srv.StartShutdown()
@@ -103,7 +113,7 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 		_ = kb.Stop(ctx)
 		srv.Close()
 	})
-	return &App{TS: ts, Handler: srv, RT: rt, RAG: kb, Fake: o.Fake, Store: store, Agent: ag}
+	return &App{TS: ts, Handler: srv, RT: rt, RAG: kb, Fake: o.Fake, Store: store, Agent: ag, Media: ms}
 }
 
 // Server starts Weft over store with a fresh fake Ollama.

@@ -1,0 +1,101 @@
+// Package media owns attachments — sniffing what a file really is, size
+// limits, content-addressed blob storage, thumbnails and the text of
+// documents — and generated media: text-to-speech and image generation.
+//
+// It never renders HTML and never reads HTTP requests: handlers hand it
+// bytes and names, and show the messages of its refusals (errors wrapping
+// ErrRefused), which are written for the user. Everything that parses a
+// file a user sent, or a reply a media server sent, is bounded before it
+// allocates: decompression bombs, oversized replies and scripts disguised
+// as images are refused, never trusted.
+package media
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ErrRefused is wrapped by every refusal of a file. The refusal's own
+// message is safe to show to the user as is: it names the file's problem
+// (and the file), never a path on the server or a Go internal.
+var ErrRefused = errors.New("file refused")
+
+// refusal is an error whose message is for the user; it wraps ErrRefused
+// and, for logs, the cause.
+type refusal struct {
+	msg   string
+	cause error
+}
+
+func (e *refusal) Error() string { return e.msg }
+
+func (e *refusal) Unwrap() []error {
+	if e.cause == nil {
+		return []error{ErrRefused}
+	}
+	return []error{ErrRefused, e.cause}
+}
+
+func refuse(cause error, format string, args ...any) error {
+	return &refusal{msg: fmt.Sprintf(format, args...), cause: cause}
+}
+
+// displayName is a file name fit for a message: its last path element,
+// without control characters, at most 80 characters.
+func displayName(name string) string {
+	name = path.Base(strings.ReplaceAll(name, `\`, "/"))
+	name = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) || r == '\u202e' || r == '\u202d' {
+			return -1
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	if name == "" || name == "." || name == "/" {
+		return "the file"
+	}
+	if utf8.RuneCountInString(name) > 80 {
+		r := []rune(name)
+		name = string(r[:40]) + "…" + string(r[len(r)-39:])
+	}
+	return name
+}
+
+// readableSize formats n bytes in KB or MB (of 1024), with at most one
+// decimal rounded up, so that a file just over a limit never reads as
+// equal to it: 9.1 MB, 8 MB, 512 KB, 900 bytes.
+func readableSize(n int64) string {
+	const kb, mb = 1 << 10, 1 << 20
+	switch {
+	case n < kb:
+		if n == 1 {
+			return "1 byte"
+		}
+		return fmt.Sprintf("%d bytes", n)
+	case n < mb:
+		return tenths(n, kb) + " KB"
+	}
+	return tenths(n, mb) + " MB"
+}
+
+// tenths is n/unit rounded up to one decimal, without a trailing ".0".
+func tenths(n, unit int64) string {
+	t := (n*10 + unit - 1) / unit
+	if t%10 == 0 {
+		return fmt.Sprint(t / 10)
+	}
+	return fmt.Sprintf("%d.%d", t/10, t%10)
+}
+
+// thousands formats n as 20,000.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

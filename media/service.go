@@ -1,0 +1,266 @@
+package media
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"weft/db"
+)
+
+// Store is what the media service needs from the database.
+type Store interface {
+	MediaForJob(ctx context.Context, id int64) (db.MediaJob, error)
+	FinishMedia(ctx context.Context, id int64, ready *db.MediaReadyInfo, failure string) (db.Media, error)
+	AddMedia(ctx context.Context, user, msg int64, kind, prompt, engine string) (db.Media, error)
+	ReferencedBlobs(ctx context.Context) (map[string]bool, error)
+	ExpireUnsentAttachments(ctx context.Context, olderThan time.Duration) (int64, error)
+	Setting(ctx context.Context, key, def string) (string, error)
+	SetSetting(ctx context.Context, key, value string) error
+	Thread(ctx context.Context, user, id int64) (db.Thread, error)
+	Message(ctx context.Context, user, id int64) (db.Message, error)
+}
+
+// Enqueuer puts jobs on the shared job queue.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error
+}
+
+// Config tunes the service.
+type Config struct {
+	DataDir     string        // blobs live in DataDir/blobs
+	Limits      Limits        // per file and per message
+	GCEvery     time.Duration // how often orphans are collected (default 1 h)
+	UnsentAfter time.Duration // unreferenced files are kept this long (default 24 h)
+	EspeakBin   string        // default "espeak-ng"
+	HTTP        *http.Client  // for the OpenAI-compatible endpoints (default: 5 min timeout)
+}
+
+// Service stores attachments and generates media in the background.
+type Service struct {
+	store Store
+	Blobs *Blobs
+	cfg   Config
+	jobs  Enqueuer
+}
+
+// NewService returns the media service; SetQueue must be called before
+// media is generated.
+func NewService(store Store, cfg Config) *Service {
+	if cfg.GCEvery <= 0 {
+		cfg.GCEvery = time.Hour
+	}
+	if cfg.UnsentAfter <= 0 {
+		cfg.UnsentAfter = 24 * time.Hour
+	}
+	if cfg.EspeakBin == "" {
+		cfg.EspeakBin = "espeak-ng"
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = &http.Client{Timeout: 5 * time.Minute}
+	}
+	return &Service{store: store, Blobs: &Blobs{Dir: filepath.Join(cfg.DataDir, "blobs")}, cfg: cfg}
+}
+
+// SetQueue connects the service to the job queue.
+func (s *Service) SetQueue(q Enqueuer) { s.jobs = q }
+
+// Limits returns the attachment limits.
+func (s *Service) Limits() Limits { return s.cfg.Limits.withDefaults() }
+
+// Settings is what an admin configures: the read-aloud engine and the
+// image generation endpoint.
+type Settings struct {
+	TTSEngine  string `json:"tts_engine"` // "espeak" (default) or "openai"
+	TTSURL     string `json:"tts_url"`
+	TTSKey     string `json:"tts_key"`
+	TTSModel   string `json:"tts_model"`
+	TTSVoice   string `json:"tts_voice"`
+	ImageURL   string `json:"image_url"` // "" : image generation is off
+	ImageKey   string `json:"image_key"`
+	ImageModel string `json:"image_model"`
+	ImageSize  string `json:"image_size"`
+}
+
+const settingsKey = "media"
+
+// Settings returns the media settings.
+func (s *Service) Settings(ctx context.Context) (Settings, error) {
+	var st Settings
+	v, err := s.store.Setting(ctx, settingsKey, "{}")
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal([]byte(v), &st); err != nil {
+		return Settings{}, fmt.Errorf("media settings: %w", err)
+	}
+	if st.TTSEngine == "" {
+		st.TTSEngine = "espeak"
+	}
+	return st, nil
+}
+
+// SaveSettings stores the media settings.
+func (s *Service) SaveSettings(ctx context.Context, st Settings) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	return s.store.SetSetting(ctx, settingsKey, string(b))
+}
+
+// ImagesEnabled reports whether an image endpoint is configured.
+func (s *Service) ImagesEnabled(ctx context.Context) bool {
+	st, err := s.Settings(ctx)
+	return err == nil && st.ImageURL != ""
+}
+
+// Upload is one file from the composer.
+type Upload struct {
+	Name string
+	Data []byte
+}
+
+// Accept checks, sniffs, reads and stores the files of one message; a
+// refused file is an error wrapping ErrRefused that names it.
+func (s *Service) Accept(ctx context.Context, files []Upload) ([]db.NewAttachment, error) {
+	lim := s.Limits()
+	sizes := make([]NamedSize, len(files))
+	for i, f := range files {
+		sizes[i] = NamedSize{Name: f.Name, Size: int64(len(f.Data))}
+	}
+	if err := lim.Check(sizes); err != nil {
+		return nil, err
+	}
+	out := make([]db.NewAttachment, 0, len(files))
+	for _, f := range files {
+		sn, err := Sniff(f.Name, f.Data)
+		if err != nil {
+			return nil, err
+		}
+		a := db.NewAttachment{Name: cleanName(f.Name), MIME: sn.MIME, Kind: sn.Kind, Format: sn.Format, Size: int64(len(f.Data)),
+			Width: sn.Width, Height: sn.Height}
+		switch sn.Kind {
+		case KindDocument:
+			if a.Text, a.TextTruncated, err = ExtractText(ctx, sn.Format, f.Data, 0); err != nil {
+				return nil, fmt.Errorf("%s: %w", a.Name, err)
+			}
+		case KindImage:
+			thumb, err := Thumbnail(f.Data, 0)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", a.Name, err)
+			}
+			if a.ThumbSHA, err = s.put(thumb); err != nil {
+				return nil, err
+			}
+		}
+		if a.SHA256, err = s.put(f.Data); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// put stores a blob and marks it fresh, so that the collector (which keeps
+// unreferenced blobs for UnsentAfter) does not take a stored copy that a
+// message is about to reference again.
+func (s *Service) put(data []byte) (string, error) {
+	sha, err := s.Blobs.Put(data)
+	if err != nil {
+		return "", fmt.Errorf("store file: %w", err)
+	}
+	if f, err := s.Blobs.Open(sha); err == nil {
+		name := f.Name()
+		f.Close()
+		now := time.Now()
+		_ = os.Chtimes(name, now, now)
+	}
+	return sha, nil
+}
+
+// cleanName keeps a file name for display only: no directories, no
+// control characters, at most 200 characters.
+func cleanName(name string) string {
+	name = filepath.Base(strings.ReplaceAll(name, `\`, "/"))
+	name = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, name)
+	if r := []rune(name); len(r) > 200 {
+		name = string(r[:200])
+	}
+	if name == "" || name == "." || name == "/" {
+		name = "file"
+	}
+	return name
+}
+
+// ReadAloud queues speech for one of the user's assistant messages.
+func (s *Service) ReadAloud(ctx context.Context, user, msg int64) (db.Media, error) {
+	st, err := s.Settings(ctx)
+	if err != nil {
+		return db.Media{}, err
+	}
+	md, err := s.store.AddMedia(ctx, user, msg, db.MediaAudio, "", st.TTSEngine)
+	if err != nil {
+		return db.Media{}, err
+	}
+	return md, s.enqueue(ctx, SpeechArgs{MediaID: md.ID})
+}
+
+// QueueImage queues the generation of pending image media.
+func (s *Service) QueueImage(ctx context.Context, media int64) error {
+	return s.enqueue(ctx, ImageArgs{MediaID: media})
+}
+
+func (s *Service) enqueue(ctx context.Context, args river.JobArgs) error {
+	if s.jobs == nil {
+		return errors.New("media: no job queue")
+	}
+	return s.jobs.Enqueue(ctx, args, &river.InsertOpts{MaxAttempts: 1})
+}
+
+// Answered reads a finished answer aloud and draws an image for it when its
+// thread asks for that.
+func (s *Service) Answered(user, thread, msg int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t, err := s.store.Thread(ctx, user, thread)
+	if err != nil {
+		return
+	}
+	if t.TTSEnabled {
+		if _, err := s.ReadAloud(ctx, user, msg); err != nil {
+			slog.Warn("automatic read-aloud", "message", msg, "err", err)
+		}
+	}
+	if t.ImageEnabled && s.ImagesEnabled(ctx) {
+		m, err := s.store.Message(ctx, user, msg)
+		if err != nil || m.ParentID == nil {
+			return
+		}
+		q, err := s.store.Message(ctx, user, *m.ParentID)
+		if err != nil || strings.TrimSpace(q.Content) == "" {
+			return
+		}
+		md, err := s.store.AddMedia(ctx, user, msg, db.MediaImage, q.Content, "openai")
+		if err == nil {
+			err = s.QueueImage(ctx, md.ID)
+		}
+		if err != nil {
+			slog.Warn("automatic image", "message", msg, "err", err)
+		}
+	}
+}

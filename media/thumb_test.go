@@ -1,0 +1,101 @@
+package media
+
+import (
+	"bytes"
+	"errors"
+	"image/color"
+	"image/png"
+	"testing"
+)
+
+func TestThumbnailsFitTheirBoxKeepingTheAspect(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		data    []byte
+		maxSide int
+		w, h    int
+	}{
+		{"a wide PNG fits the default 256", pngOf(t, 1000, 500), 0, 256, 128},
+		{"a tall JPEG fits the box", jpegOf(t, 300, 900), 120, 40, 120},
+		{"a GIF gives its first frame", gifOf(t, 512, 512), 64, 64, 64},
+		{"a small image keeps its size", pngOf(t, 30, 20), 256, 30, 20},
+		{"a thin image keeps at least a pixel", pngOf(t, 2000, 3), 100, 100, 1},
+		{"a WebP is thumbnailed", webp1x1(t), 0, 1, 1},
+		{"a big image goes through two passes", pngOf(t, 3000, 2000), 100, 100, 67},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := Thumbnail(tt.data, tt.maxSide)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := png.Decode(bytes.NewReader(out))
+			if err != nil {
+				t.Fatalf("the thumbnail is not a PNG: %v", err)
+			}
+			if b := img.Bounds(); b.Dx() != tt.w || b.Dy() != tt.h {
+				t.Errorf("thumbnail is %d × %d, want %d × %d", b.Dx(), b.Dy(), tt.w, tt.h)
+			}
+		})
+	}
+}
+
+func TestThumbnailKeepsTheColoursWhereTheyWere(t *testing.T) {
+	t.Parallel()
+	out, err := Thumbnail(pngOf(t, 400, 200), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _ := png.Decode(bytes.NewReader(out))
+	if !reddish(img.At(5, 25)) || !bluish(img.At(95, 25)) {
+		t.Errorf("left %v and right %v; want red then blue", img.At(5, 25), img.At(95, 25))
+	}
+}
+
+func TestThumbnailTurnsAJPEGTheWayItsEXIFSays(t *testing.T) {
+	t.Parallel()
+	// Stored 200 × 100, red left, blue right; orientation 6 means "turn a
+	// quarter clockwise to show": 50 × 100 shown, red on top.
+	data := jpegWithOrientation(t, jpegOf(t, 200, 100), 6)
+	out, err := Thumbnail(data, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _ := png.Decode(bytes.NewReader(out))
+	if b := img.Bounds(); b.Dx() != 50 || b.Dy() != 100 {
+		t.Fatalf("thumbnail is %d × %d, want 50 × 100", b.Dx(), b.Dy())
+	}
+	if !reddish(img.At(25, 5)) || !bluish(img.At(25, 95)) {
+		t.Errorf("top %v and bottom %v; want red then blue", img.At(25, 5), img.At(25, 95))
+	}
+	if s, err := Sniff("p.jpg", data); err != nil || s.Width != 200 {
+		t.Errorf("Sniff of the EXIF JPEG = %+v, %v", s, err)
+	}
+}
+
+func TestThumbnailRefusesWhatSniffRefuses(t *testing.T) {
+	t.Parallel()
+	for name, data := range map[string][]byte{
+		"a bomb header":                        pngHeader(100_000, 100_000),
+		"garbage":                              append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 100)...),
+		"a truncated PNG whose header is fine": pngOf(t, 64, 64)[:60],
+		"a document":                           []byte("hello"),
+		"an SVG":                               []byte("<svg/>"),
+	} {
+		if _, err := Thumbnail(data, 0); !errors.Is(err, ErrRefused) {
+			t.Errorf("Thumbnail(%s) = %v, want a refusal", name, err)
+		}
+	}
+}
+
+func reddish(c color.Color) bool {
+	r, g, b, _ := c.RGBA()
+	return r > 0xc000 && g < 0x4000 && b < 0x4000
+}
+
+func bluish(c color.Color) bool {
+	r, g, b, _ := c.RGBA()
+	return b > 0xc000 && g < 0x4000 && r < 0x4000
+}
