@@ -29,24 +29,24 @@ type Shell struct {
 
 // ComposerData configures the send form.
 type ComposerData struct {
-	Action      string // POST target
-	WorkspaceID int64
-	Models      []string
-	Model       string // selected
-	Append      bool   // in a thread: htmx appends the reply fragments
-	ThreadID    int64  // the thread the composer writes into (0: a new one)
-	Roles       []db.Role
-	RoleID      *int64             // the selected role
-	From        int64              // a new thread copies this thread's settings (/new)
-	KBs         []db.KnowledgeBase // the workspace's knowledge bases (the kb field)
-	Attached    map[int64]bool     // attached to the thread
-	Content     string             // text to show again (a refused send keeps what was typed)
-	Error       string             // why the last send was refused
-	Agent       bool               // agent mode is on for the thread
-	AgentRoot   string             // the workspace folder the agent works in
-	Tools       []ToolState        // what the agent may use, and why not
-	MaxFiles     int   // attachments per message
-	MaxFileBytes int64 // per attachment
+	Action       string // POST target
+	WorkspaceID  int64
+	Models       []string
+	Model        string // selected
+	Append       bool   // in a thread: htmx appends the reply fragments
+	ThreadID     int64  // the thread the composer writes into (0: a new one)
+	Roles        []db.Role
+	RoleID       *int64             // the selected role
+	From         int64              // a new thread copies this thread's settings (/new)
+	KBs          []db.KnowledgeBase // the workspace's knowledge bases (the kb field)
+	Attached     map[int64]bool     // attached to the thread
+	Content      string             // text to show again (a refused send keeps what was typed)
+	Error        string             // why the last send was refused
+	Agent        bool               // agent mode is on for the thread
+	AgentRoot    string             // the workspace folder the agent works in
+	Tools        []ToolState        // what the agent may use, and why not
+	MaxFiles     int                // attachments per message
+	MaxFileBytes int64              // per attachment
 }
 
 // ToolState is one tool's availability, as the tool settings page, the
