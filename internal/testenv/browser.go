@@ -40,6 +40,8 @@ func Browser(t testing.TB, timeout time.Duration) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// Read-aloud tests play audio without a click.
+		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
 		chromedp.WindowSize(1280, 900),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
