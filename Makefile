@@ -34,9 +34,9 @@ lint: ## gofmt, go vet, templ generate and go mod tidy must leave no diff
 	    echo "go tool templ generate changed generated files:"; git status --porcelain -- '*_templ.go'; exit 1; fi
 
 .PHONY: deps-run deps-test
-deps-run: ## install the PostgreSQL server and pgvector (Debian/Ubuntu, as root)
+deps-run: ## install the PostgreSQL server, pgvector and espeak-ng (Debian/Ubuntu, as root)
 	@bash scripts/deps.sh run
-deps-test: ## deps-run plus Debian's chromium
+deps-test: ## deps-run plus Debian's chromium (and espeak-ng for the read-aloud tests)
 	@bash scripts/deps.sh test
 
 .PHONY: bench
