@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"strings"
@@ -176,12 +177,22 @@ func (rt *Runtime) withAttachments(ctx context.Context, user int64, model string
 				fmt.Fprintf(&b, "\n[End of %s]", f.Name)
 			case f.Kind == db.AttachImage && vision && rt.cfg.Blobs != nil:
 				data, err := rt.cfg.Blobs.Read(f.SHA256)
+				if errors.Is(err, fs.ErrNotExist) {
+					// The file is gone: say so rather than fail this turn
+					// and every later one of the thread.
+					slog.Warn("attached image missing", "attachment", f.ID, "sha", f.SHA256)
+					fmt.Fprintf(&b, "\n\n[An image (%s) was attached, but its file is no longer stored.]", f.Name)
+					continue
+				}
 				if err != nil {
-					return nil, fmt.Errorf("read image %d: %w", f.ID, err)
+					slog.Error("read attached image", "attachment", f.ID, "err", err)
+					return nil, userFacing{fmt.Sprintf("The attached image %s could not be read on the server; the server log has the details.", f.Name)}
 				}
 				msg.Images = append(msg.Images, api.ImageData(data))
 			case f.Kind == db.AttachImage:
 				fmt.Fprintf(&b, "\n\n[An image (%s) is attached, but this model cannot see images.]", f.Name)
+			case f.Kind == db.AttachAudio:
+				fmt.Fprintf(&b, "\n\n[An audio file (%s) is attached, but the model cannot hear it.]", f.Name)
 			}
 		}
 		msg.Content = strings.TrimPrefix(b.String(), "\n\n")

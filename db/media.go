@@ -322,3 +322,13 @@ func (d *DB) SetThreadMedia(ctx context.Context, user, thread int64, tts, image 
 	return execOne(ctx, d.Pool, `UPDATE threads SET tts_enabled = $3, image_enabled = $4, updated_at = now()
 		WHERE id = $1 AND owner_id = $2`, thread, user, tts, image)
 }
+
+// FailStaleMedia marks media still pending after the given age as failed
+// with msg (its job was lost: a crash, a failed enqueue, a worker that
+// panicked), and returns how many. A job that does run later still
+// records its outcome.
+func (d *DB) FailStaleMedia(ctx context.Context, olderThan time.Duration, msg string) (int64, error) {
+	tag, err := d.Pool.Exec(ctx, `UPDATE media SET status = 'failed', error = $2, updated_at = now()
+		WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1)`, olderThan.Seconds(), msg)
+	return tag.RowsAffected(), err
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
@@ -29,6 +31,7 @@ type mediaService interface {
 	SaveSettings(ctx context.Context, st media.Settings) error
 	ImagesEnabled(ctx context.Context) bool
 	LastReport(ctx context.Context) media.Report
+	Stale(m db.Media) bool
 }
 
 // mediaPages serves attachments and generated media, read-aloud, the
@@ -50,6 +53,12 @@ var inlineTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/
 // application/octet-stream, so no HTML or SVG is ever rendered.
 func (h *mediaPages) serveBlob(w http.ResponseWriter, r *http.Request, sha, mimeType, name string) {
 	f, err := h.blobs.Open(sha)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Its file is gone (removed by hand, or lost): nothing to send.
+		slog.WarnContext(r.Context(), "stored file missing", "sha", sha)
+		notFound(w, r)
+		return
+	}
 	if err != nil {
 		serverError(w, r, fmt.Errorf("open blob: %w", err))
 		return
@@ -164,6 +173,11 @@ func (h *mediaPages) mediaCard(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		storeError(w, r, err)
 		return
+	}
+	if h.ms.Stale(m) {
+		// Its job was lost; the next collection records the failure. Until
+		// then it is shown as failed, so that the page stops polling.
+		m.Status, m.Error = db.MediaFailed, media.StaleFailure
 	}
 	render(w, r, http.StatusOK, views.MediaCard(m, true))
 }
@@ -284,7 +298,7 @@ func readUploads(r *http.Request, max int64) ([]media.Upload, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, media.Upload{Name: fh.Filename, Data: data})
+		out = append(out, media.Upload{Name: fh.Filename, Data: data, Size: fh.Size})
 	}
 	return out, nil
 }

@@ -162,12 +162,12 @@ func describe(err error) string {
 	switch {
 	case errors.As(err, &uf):
 		return uf.msg
+	case errors.Is(err, ErrNotImage): // before ErrRefused: it wraps the refusal of what came back
+		return "The image server's reply is not an image."
 	case errors.Is(err, ErrRefused):
 		return msg
 	case errors.Is(err, ErrNothingToSay):
 		return "This answer has no text to read aloud."
-	case errors.Is(err, ErrNotImage):
-		return "The image server's reply is not an image."
 	case errors.Is(err, exec.ErrNotFound):
 		return "espeak-ng is not installed on the server: an admin can install it, or set up a speech endpoint on /admin."
 	case errors.Is(err, context.DeadlineExceeded):
@@ -202,6 +202,7 @@ func (w *collectWorker) Work(ctx context.Context, job *river.Job[CollectArgs]) e
 type Report struct {
 	At       time.Time `json:"at"`
 	Expired  int64     `json:"expired"`  // attachments never sent
+	Stale    int64     `json:"stale"`    // pending media whose job was lost, now failed
 	Removed  int       `json:"removed"`  // files no attachment or media uses
 	Bytes    int64     `json:"bytes"`    // their size
 	Temp     int       `json:"temp"`     // leftovers of interrupted writes
@@ -213,12 +214,16 @@ const reportKey = "media_gc_report"
 
 // Collect removes attachments never sent and files nothing references
 // (older than UnsentAfter: a file stored for a message being sent is
-// referenced a moment later), and records what it did.
+// referenced a moment later), fails media whose job was lost (pending for
+// longer than StaleAfter), and records what it did.
 func (s *Service) Collect(ctx context.Context) (Report, error) {
 	r := Report{At: time.Now().UTC()}
 	var err error
 	if r.Expired, err = s.store.ExpireUnsentAttachments(ctx, s.cfg.UnsentAfter); err != nil {
 		return r, fmt.Errorf("expire unsent attachments: %w", err)
+	}
+	if r.Stale, err = s.store.FailStaleMedia(ctx, s.cfg.StaleAfter, StaleFailure); err != nil {
+		return r, fmt.Errorf("fail stale media: %w", err)
 	}
 	refs, err := s.store.ReferencedBlobs(ctx)
 	if err != nil {
@@ -246,7 +251,7 @@ func (s *Service) Collect(ctx context.Context) (Report, error) {
 	if r.Temp, err = s.Blobs.CleanTemp(time.Hour); err != nil {
 		return r, fmt.Errorf("clean temporary files: %w", err)
 	}
-	slog.Info("media collected", "expired_attachments", r.Expired, "removed_files", r.Removed, "removed_bytes", r.Bytes,
+	slog.Info("media collected", "expired_attachments", r.Expired, "stale_media", r.Stale, "removed_files", r.Removed, "removed_bytes", r.Bytes,
 		"temp_files", r.Temp, "kept", r.Kept, "recent_unused", r.Recently)
 	if b, err := json.Marshal(r); err == nil {
 		_ = s.store.SetSetting(ctx, reportKey, string(b))
@@ -263,8 +268,15 @@ func (s *Service) LastReport(ctx context.Context) Report {
 	return r
 }
 
+// releaseGrace spares, in Release, a blob stored (or stored again, which
+// refreshes its time) this recently: a send or a generation that put it is
+// about to reference it, and its transaction may not have committed when
+// Release asks which blobs are referenced. The collector takes such a blob
+// later if nothing references it by then.
+const releaseGrace = 10 * time.Minute
+
 // Release removes, at once, the files of deleted messages that nothing
-// references any more.
+// references any more and that were not stored again a moment ago.
 func (s *Service) Release(ctx context.Context, shas []string) {
 	if len(shas) == 0 {
 		return
@@ -274,11 +286,25 @@ func (s *Service) Release(ctx context.Context, shas []string) {
 		slog.Warn("release files", "err", err)
 		return
 	}
+	cutoff := time.Now().Add(-min(releaseGrace, s.cfg.UnsentAfter))
 	for _, sha := range shas {
-		if !refs[sha] {
-			if err := s.Blobs.Remove(sha); err != nil {
-				slog.Warn("release file", "err", err)
-			}
+		if refs[sha] || s.recent(sha, cutoff) {
+			continue
+		}
+		if err := s.Blobs.Remove(sha); err != nil {
+			slog.Warn("release file", "err", err)
 		}
 	}
+}
+
+// recent reports whether a stored blob was written or refreshed after
+// cutoff.
+func (s *Service) recent(sha string, cutoff time.Time) bool {
+	f, err := s.Blobs.Open(sha)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	return err == nil && fi.ModTime().After(cutoff)
 }

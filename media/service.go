@@ -21,6 +21,7 @@ import (
 type Store interface {
 	MediaForJob(ctx context.Context, id int64) (db.MediaJob, error)
 	FinishMedia(ctx context.Context, id int64, ready *db.MediaReadyInfo, failure string) (db.Media, error)
+	FailStaleMedia(ctx context.Context, olderThan time.Duration, msg string) (int64, error)
 	AddMedia(ctx context.Context, user, msg int64, kind, prompt, engine string) (db.Media, error)
 	ReferencedBlobs(ctx context.Context) (map[string]bool, error)
 	ExpireUnsentAttachments(ctx context.Context, olderThan time.Duration) (int64, error)
@@ -41,6 +42,7 @@ type Config struct {
 	Limits      Limits        // per file and per message
 	GCEvery     time.Duration // how often orphans are collected (default 1 h)
 	UnsentAfter time.Duration // unreferenced files are kept this long (default 24 h)
+	StaleAfter  time.Duration // media still pending this long has lost its job and is failed (default 30 min)
 	EspeakBin   string        // default "espeak-ng"
 	HTTP        *http.Client  // for the OpenAI-compatible endpoints (default: 5 min timeout)
 }
@@ -61,6 +63,9 @@ func NewService(store Store, cfg Config) *Service {
 	}
 	if cfg.UnsentAfter <= 0 {
 		cfg.UnsentAfter = 24 * time.Hour
+	}
+	if cfg.StaleAfter <= 0 {
+		cfg.StaleAfter = 30 * time.Minute
 	}
 	if cfg.EspeakBin == "" {
 		cfg.EspeakBin = "espeak-ng"
@@ -128,6 +133,9 @@ func (s *Service) ImagesEnabled(ctx context.Context) bool {
 type Upload struct {
 	Name string
 	Data []byte
+	// Size is the file's size as received when Data holds only its
+	// beginning (a file over the limit is not read whole); 0: len(Data).
+	Size int64
 }
 
 // Accept checks, sniffs, reads and stores the files of one message; a
@@ -136,7 +144,7 @@ func (s *Service) Accept(ctx context.Context, files []Upload) ([]db.NewAttachmen
 	lim := s.Limits()
 	sizes := make([]NamedSize, len(files))
 	for i, f := range files {
-		sizes[i] = NamedSize{Name: f.Name, Size: int64(len(f.Data))}
+		sizes[i] = NamedSize{Name: f.Name, Size: max(f.Size, int64(len(f.Data)))}
 	}
 	if err := lim.Check(sizes); err != nil {
 		return nil, err
@@ -217,13 +225,45 @@ func (s *Service) ReadAloud(ctx context.Context, user, msg int64) (db.Media, err
 	if err != nil {
 		return db.Media{}, err
 	}
-	return md, s.enqueue(ctx, SpeechArgs{MediaID: md.ID})
+	return s.queued(ctx, md, s.enqueue(ctx, SpeechArgs{MediaID: md.ID}))
 }
 
-// QueueImage queues the generation of pending image media.
+// QueueImage queues the generation of pending image media. When it cannot
+// be queued, the media says so (a media failure is never the message's).
 func (s *Service) QueueImage(ctx context.Context, media int64) error {
-	return s.enqueue(ctx, ImageArgs{MediaID: media})
+	_, err := s.queued(ctx, db.Media{ID: media}, s.enqueue(ctx, ImageArgs{MediaID: media}))
+	return err
 }
+
+// queueFailure is shown on media whose job could not be queued.
+const queueFailure = "This could not be started on the server. Try again in a moment."
+
+// queued settles media whose job could not be queued as failed, so that it
+// does not wait for a job that will never run; the error is returned only
+// when even that fails.
+func (s *Service) queued(ctx context.Context, md db.Media, enqErr error) (db.Media, error) {
+	if enqErr == nil {
+		return md, nil
+	}
+	slog.Warn("queue media job", "media", md.ID, "err", enqErr)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	failed, err := s.store.FinishMedia(wctx, md.ID, nil, queueFailure)
+	if err != nil {
+		return md, errors.Join(enqErr, err)
+	}
+	return failed, nil
+}
+
+// Stale reports whether media is still pending after StaleAfter: its job
+// was lost (a crash, a worker that failed without settling it), and the
+// next collection marks it failed.
+func (s *Service) Stale(m db.Media) bool {
+	return m.Status == db.MediaPending && time.Since(m.CreatedAt) > s.cfg.StaleAfter
+}
+
+// StaleFailure is the error shown on media whose job was lost.
+const StaleFailure = "This was interrupted on the server and did not finish. Try again."
 
 func (s *Service) enqueue(ctx context.Context, args river.JobArgs) error {
 	if s.jobs == nil {
