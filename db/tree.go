@@ -247,6 +247,15 @@ func (d *DB) ForkThread(ctx context.Context, user, message int64) (Thread, error
 				t.ID, parent, m.Role, m.Content, m.Parts, m.Metadata, status, m.Error, m.CreatedAt).Scan(&id); err != nil {
 				return err
 			}
+			// The copy keeps its files (the same stored content) and media.
+			if err := copyAttachments(ctx, tx, m.ID, id); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO media (message_id, kind, sha256, mime, status, error, thumb_sha, prompt, engine, size)
+				SELECT $2, kind, sha256, mime, status, error, thumb_sha, prompt, engine, size FROM media
+				WHERE message_id = $1 AND status <> 'pending' ORDER BY id`, m.ID, id); err != nil {
+				return err
+			}
 			parent = &id
 		}
 		t.ActiveLeafID = parent

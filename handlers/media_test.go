@@ -389,4 +389,35 @@ func TestImageGenerationThroughAnOpenAICompatibleEndpoint(t *testing.T) {
 	if req := trRequestFor(t, e.app.Fake, "Describe it"); len(req.Messages[len(req.Messages)-1].Images) != 1 {
 		t.Errorf("the attached image did not reach the vision model")
 	}
+	// Not to a model that cannot see it, and not with a command.
+	resp = sendFiles(t, e.c, fmt.Sprintf("/t/%d/messages", thread), url.Values{"content": {"Describe it"}, "media": {fmt.Sprint(list[0].ID)}}, nil)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Body, "the model tiny cannot see images") {
+		t.Errorf("a generated image to a text model: %d %.200s", resp.StatusCode, resp.Body)
+	}
+	resp = sendFiles(t, e.c, fmt.Sprintf("/t/%d/messages", thread2), url.Values{"content": {"/title New"}, "media": {fmt.Sprint(list[0].ID)}}, nil)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Body, "Commands take no files") {
+		t.Errorf("a command with files: %d %.200s", resp.StatusCode, resp.Body)
+	}
+
+	// Automatic: the thread's image option draws one for every answer.
+	if r := e.c.Post(fmt.Sprintf("/t/%d/media", thread), url.Values{"image": {"on"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("thread media: %d", r.StatusCode)
+	}
+	e.c.Post(fmt.Sprintf("/t/%d/messages", thread), url.Values{"content": {"a red bicycle"}})
+	run := waitIdle(t, e.app.Store, e.user.ID, thread)
+	if got := e.media(*run.AssistantMessageID, 1); got[0].Kind != db.MediaImage || got[0].Status != db.MediaReady || got[0].Prompt != "a red bicycle" {
+		t.Errorf("automatic image: %+v", got)
+	}
+
+	// A fork keeps the files of the messages it copies.
+	r = e.c.Post(fmt.Sprintf("/m/%d/fork", q.ID), nil)
+	var fork int64
+	fmt.Sscanf(r.Header.Get("Location"), "/t/%d", &fork)
+	ft, err := e.app.Store.Thread(context.Background(), e.user.ID, fork)
+	if err != nil || ft.ActiveLeafID == nil {
+		t.Fatalf("fork: %d %v", r.StatusCode, err)
+	}
+	if atts := e.attachments(*ft.ActiveLeafID); len(atts) != 1 || atts[0].SHA256 != list[0].SHA256 {
+		t.Errorf("the fork's copy of the message has attachments %+v", atts)
+	}
 }

@@ -48,6 +48,7 @@ type threadStore interface {
 	StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map[int64]db.RunSteps, error)
 	Attachments(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Attachment, error)
 	MediaOf(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Media, error)
+	MediaByID(ctx context.Context, user, id int64) (db.Media, error)
 	AddImageRequest(ctx context.Context, user, thread int64, prompt, answer, engine string) (db.Sent, db.Media, error)
 }
 
@@ -170,6 +171,10 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 	u, _ := currentUser(r)
 	in.Content = r.PostForm.Get("content")
 	if cmd, ok := parseCommand(in.Content); ok {
+		if hasFiles(r) {
+			h.refuse(w, r, in, "Commands take no files: send the files with a message instead.")
+			return
+		}
 		h.command(w, r, u, in, cmd)
 		return
 	}
@@ -534,15 +539,25 @@ func (h *threads) attach(w http.ResponseWriter, r *http.Request, u db.User, in *
 		h.refuse(w, r, *in, "Message not sent: the attached files could not be read; try again.")
 		return false
 	}
+	images := 0
 	for _, v := range r.PostForm["media"] {
 		id, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			h.refuse(w, r, *in, "Message not sent: an attached image does not exist.")
+		var md db.Media
+		if err == nil {
+			md, err = h.store.MediaByID(r.Context(), u.ID, id)
+		}
+		if err != nil || md.Kind != db.MediaImage || md.Status != db.MediaReady {
+			h.refuse(w, r, *in, "Message not sent: an attached image does not exist (only generated images can be attached).")
 			return false
 		}
 		in.Media = append(in.Media, id)
+		images++
 	}
-	if len(uploads) == 0 {
+	if n := len(uploads) + len(in.Media); n > lim.MaxFiles {
+		h.refuse(w, r, *in, fmt.Sprintf("Message not sent: %d files; at most %d a message.", n, lim.MaxFiles))
+		return false
+	}
+	if len(uploads) == 0 && images == 0 {
 		return true
 	}
 	files, err := h.media.Accept(r.Context(), uploads)
@@ -564,10 +579,13 @@ func (h *threads) attach(w http.ResponseWriter, r *http.Request, u db.User, in *
 		model = h.shell.models.Default(r.Context())
 	}
 	for _, f := range files {
-		if f.Kind == db.AttachImage && !h.sees(r.Context(), model) {
-			h.refuse(w, r, *in, fmt.Sprintf("Message not sent: the model %s cannot see images. Choose a model with vision (such as llava or a gemma3 model), or send the image without it.", model))
-			return false
+		if f.Kind == db.AttachImage {
+			images++
 		}
+	}
+	if images > 0 && !h.sees(r.Context(), model) {
+		h.refuse(w, r, *in, fmt.Sprintf("Message not sent: the model %s cannot see images. Choose a model with vision (such as llava or a gemma3 model), or send the image without it.", model))
+		return false
 	}
 	in.Attachments = files
 	return true
@@ -577,4 +595,20 @@ func (h *threads) attach(w http.ResponseWriter, r *http.Request, u db.User, in *
 func (h *threads) sees(ctx context.Context, model string) bool {
 	has, _ := h.shell.agent.models.Supports(ctx, model, "vision")
 	return has
+}
+
+// hasFiles reports whether the composer sent files or attached media.
+func hasFiles(r *http.Request) bool {
+	if len(r.PostForm["media"]) > 0 {
+		return true
+	}
+	if r.MultipartForm == nil {
+		return false
+	}
+	for _, fh := range r.MultipartForm.File["files"] {
+		if fh.Filename != "" || fh.Size > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -295,7 +295,11 @@ func (s *Service) Answered(user, thread, msg int64) {
 		if err != nil || strings.TrimSpace(q.Content) == "" {
 			return
 		}
-		md, err := s.store.AddMedia(ctx, user, msg, db.MediaImage, q.Content, "openai")
+		prompt := q.Content
+		if r := []rune(prompt); len(r) > 4000 {
+			prompt = string(r[:4000]) // as /image allows
+		}
+		md, err := s.store.AddMedia(ctx, user, msg, db.MediaImage, prompt, "openai")
 		if err == nil {
 			err = s.QueueImage(ctx, md.ID)
 		}
