@@ -267,6 +267,26 @@ func (d *DB) ReferencedBlobs(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
+// StillReferenced returns which of the given content hashes an attachment
+// or a media item still uses (each found through its index).
+func (d *DB) StillReferenced(ctx context.Context, shas []string) (map[string]bool, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT s FROM unnest($1::text[]) s WHERE
+		EXISTS (SELECT 1 FROM attachments WHERE sha256 = s) OR EXISTS (SELECT 1 FROM attachments WHERE thumb_sha = s AND thumb_sha <> '')
+		OR EXISTS (SELECT 1 FROM media WHERE sha256 = s AND sha256 <> '') OR EXISTS (SELECT 1 FROM media WHERE thumb_sha = s AND thumb_sha <> '')`, shas)
+	if err != nil {
+		return nil, err
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(list))
+	for _, s := range list {
+		out[s] = true
+	}
+	return out, nil
+}
+
 // ExpireUnsentAttachments deletes attachments never bound to a message
 // that are older than the given age, and returns how many.
 func (d *DB) ExpireUnsentAttachments(ctx context.Context, olderThan time.Duration) (int64, error) {

@@ -281,7 +281,7 @@ func (s *Service) Release(ctx context.Context, shas []string) {
 	if len(shas) == 0 {
 		return
 	}
-	refs, err := s.store.ReferencedBlobs(ctx)
+	refs, err := s.store.StillReferenced(ctx, shas)
 	if err != nil {
 		slog.Warn("release files", "err", err)
 		return

@@ -24,6 +24,7 @@ type Store interface {
 	FailStaleMedia(ctx context.Context, olderThan time.Duration, msg string) (int64, error)
 	AddMedia(ctx context.Context, user, msg int64, kind, prompt, engine string) (db.Media, error)
 	ReferencedBlobs(ctx context.Context) (map[string]bool, error)
+	StillReferenced(ctx context.Context, shas []string) (map[string]bool, error)
 	ExpireUnsentAttachments(ctx context.Context, olderThan time.Duration) (int64, error)
 	Setting(ctx context.Context, key, def string) (string, error)
 	SetSetting(ctx context.Context, key, value string) error
