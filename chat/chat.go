@@ -105,6 +105,17 @@ func (rt *Runtime) Retry(ctx context.Context, user, assistantMsg int64, model st
 // Edit stores a new version of a user message as its sibling and answers it.
 func (rt *Runtime) Edit(ctx context.Context, user, message int64, content string) (db.Sent, error) {
 	content, err := validContent(content)
+	if errors.Is(err, ErrEmpty) {
+		// The new version keeps the message's files: with them, no text is
+		// a message too.
+		files, ferr := rt.store.Attachments(ctx, user, []int64{message})
+		if ferr != nil {
+			return db.Sent{}, ferr
+		}
+		if len(files[message]) > 0 {
+			content, err = "", nil
+		}
+	}
 	if err != nil {
 		return db.Sent{}, err
 	}

@@ -206,9 +206,20 @@ func TestImagesGoToVisionModelsAndDocumentsAsText(t *testing.T) {
 		!strings.Contains(r.Body, "the model tiny cannot see images") {
 		t.Errorf("an image to a text model: %d %.300s", r.StatusCode, r.Body)
 	}
-	// Files alone are a message.
-	if thread, r := e.start("tiny", "", map[string][]byte{"notes.md": []byte("Only a file")}); thread == 0 {
-		t.Errorf("a message of files only was refused: %d %.300s", r.StatusCode, r.Body)
+	// Files alone are a message, and an edit of it may keep no text.
+	only, r := e.start("tiny", "", map[string][]byte{"notes.md": []byte("Only a file")})
+	if only == 0 {
+		t.Fatalf("a message of files only was refused: %d %.300s", r.StatusCode, r.Body)
+	}
+	first := e.userMessage(only)
+	if r := e.c.Post(fmt.Sprintf("/m/%d/edit", first.ID), url.Values{"content": {""}}); r.StatusCode != http.StatusSeeOther {
+		t.Errorf("editing a files-only message to no text: %d %.200s", r.StatusCode, r.Body)
+	}
+	if edited := e.userMessage(only); edited.ID == first.ID || len(e.attachments(edited.ID)) != 1 {
+		t.Errorf("the edited version %d does not keep the file", edited.ID)
+	}
+	if r := e.c.Post(fmt.Sprintf("/m/%d/edit", e.userMessage(thread).ID), url.Values{"content": {"  "}}); r.StatusCode != http.StatusBadRequest {
+		t.Errorf("editing a message without files to no text: %d", r.StatusCode)
 	}
 }
 
