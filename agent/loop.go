@@ -116,7 +116,9 @@ func (x *run) routeContext(avail []Availability) string {
 // modelTurn sends one model request and records its answer; done is true
 // when the model answered without calling a tool.
 func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools) (done bool, err error) {
-	msgs := append(append([]api.Message(nil), asm.Messages...), x.cp.Messages...)
+	fixed := x.h.EstimateTokens(asm, asm.Messages)
+	own := fitToolResults(x.cp.Messages, fixed, asm.Budget, func(m []api.Message) int { return x.h.EstimateTokens(asm, m) })
+	msgs := append(append([]api.Message(nil), asm.Messages...), own...)
 	req := &api.ChatRequest{Model: asm.Model, Messages: msgs, Tools: tools, Options: asm.Options, Stream: ptr(true)}
 	var calls []api.ToolCall
 	var final api.ChatResponse

@@ -99,3 +99,9 @@ func IsUserError(err error) bool {
 	var uf userFacing
 	return errors.As(err, &uf)
 }
+
+// EstimateTokens estimates the prompt tokens of msgs with the assembly's
+// calibration (the same estimate the assembler uses).
+func (h *AgentHost) EstimateTokens(a Assembly, msgs []api.Message) int {
+	return estimateTokens(msgs, a.CharsPerToken)
+}

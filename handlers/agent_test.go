@@ -993,3 +993,46 @@ func TestAnotherInstanceAdoptsARunWaitingOnADeadInstanceAndFinishesIt(t *testing
 		t.Errorf("calls = %s", got)
 	}
 }
+
+func TestLargeToolResultsAreFittedToTheContextWindow(t *testing.T) {
+	t.Parallel()
+	e := newAgentEnv(t, testenv.Options{})
+	if err := os.MkdirAll(e.root, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a.txt", "b.txt"} {
+		if err := os.WriteFile(filepath.Join(e.root, name), []byte(strings.Repeat(name+" line of text\n", 3000)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	thread := e.start(`[[tool:read_file {"path":"a.txt"}]] [[tool@1:read_file {"path":"b.txt"}]]`)
+	run, m := e.finished(thread)
+	if run.Status != db.RunCompleted || !strings.HasPrefix(m.Content, "Done after 2 tool rounds.") {
+		t.Fatalf("run %s (%s) %q", run.Status, run.Error, m.Content)
+	}
+	reqs := trStreamed(e.app.Fake)
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
+	}
+	for i, r := range reqs {
+		if r.Truncated != 0 || r.PromptTokens > r.NumCtx {
+			t.Errorf("request %d: %d prompt tokens in a window of %d, %d messages cut by the model server", i, r.PromptTokens, r.NumCtx, r.Truncated)
+		}
+	}
+	last := reqs[2].Chat.Messages
+	var results []string
+	for _, msg := range last {
+		if msg.Role == "tool" {
+			results = append(results, msg.Content)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "left out to fit the context window") || !strings.Contains(results[1], "Cut here to fit") {
+		t.Errorf("the last request's tool results: %.80q", results)
+	}
+	// The trace keeps the whole results.
+	for _, s := range e.steps(run.ID) {
+		if s.Kind == db.StepToolCall && len(s.Data.Output) < 40_000 {
+			t.Errorf("the step of %s keeps %d bytes of its result", s.Data.Args, len(s.Data.Output))
+		}
+	}
+}
