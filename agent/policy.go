@@ -45,6 +45,10 @@ type Availability struct {
 	Reason string
 }
 
+// AnyModel, as Explain's model, judges the tools alone (the tool settings
+// page): no model check.
+const AnyModel = "\x00any model"
+
 // Explain decides a tool's availability from the workspace rule (nil: the
 // defaults), a "this thread" grant, and whether the model can call tools
 // at all (modelKnown false: the model server did not list the model).
@@ -64,6 +68,7 @@ func Explain(t Tool, rule *db.ToolPolicy, granted bool, model string, modelTools
 		av.Reason = "Disabled in this workspace's tool settings."
 	case av.Mode == ModeDeny:
 		av.Reason = "Denied by this workspace's rule."
+	case model == AnyModel:
 	case model == "":
 		av.Reason = "No model is chosen for this thread."
 	case modelKnown && !modelTools:

@@ -52,7 +52,8 @@ type agentPages struct {
 }
 
 // toolStates is the one projection of tool availability, as every page
-// shows it (thread 0: no thread grants; model "": the workspace default).
+// shows it (thread 0: no thread grants; model agent.AnyModel: the tools
+// alone, as the settings page judges them).
 func (h *agentPages) toolStates(ctx context.Context, user int64, ws db.Workspace, thread int64, model string) ([]views.ToolState, error) {
 	rules, err := h.store.ToolPolicies(ctx, user, ws.ID)
 	if err != nil {
@@ -65,7 +66,7 @@ func (h *agentPages) toolStates(ctx context.Context, user int64, ws db.Workspace
 		}
 	}
 	has, known := false, false
-	if model != "" {
+	if model != "" && model != agent.AnyModel {
 		has, known = h.models.Supports(ctx, model, "tools")
 	}
 	list := h.ag.ExplainAll(rules, grants, model, has, known)
@@ -73,10 +74,6 @@ func (h *agentPages) toolStates(ctx context.Context, user int64, ws db.Workspace
 	for i, av := range list {
 		out[i] = views.ToolState{Name: av.Tool.Name, Description: av.Tool.Description, Class: string(av.Tool.Class),
 			Enabled: av.Enabled, Mode: av.Mode, Rule: av.Rule, Available: av.Available, Asks: av.Asks, Reason: av.Reason}
-		if model == "" && !av.Available && av.Reason == "No model is chosen for this thread." {
-			// The settings page judges the tools alone.
-			out[i].Available, out[i].Reason, out[i].Asks = true, "", av.Mode == agent.ModeAsk
-		}
 	}
 	return out, nil
 }
@@ -105,7 +102,7 @@ func (h *agentPages) settings(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *agentPages) renderSettings(w http.ResponseWriter, r *http.Request, status int, user int64, ws db.Workspace, saved bool, msg string) {
-	tools, err := h.toolStates(r.Context(), user, ws, 0, "")
+	tools, err := h.toolStates(r.Context(), user, ws, 0, agent.AnyModel)
 	if err != nil {
 		serverError(w, r, err)
 		return
