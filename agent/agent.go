@@ -108,15 +108,14 @@ func (a *Agent) Root(ws db.Workspace) string {
 // checkpoint is the loop's state after a step: a resumed run goes on from
 // here.
 type checkpoint struct {
-	Round    int               `json:"round"`
-	Messages []api.Message     `json:"messages"` // the run's own turns after the assembled context
-	Pending  []pendingCall     `json:"pending,omitempty"`
-	Seen     map[string]int    `json:"seen,omitempty"` // call signature → times called
-	Changes  []db.FileChange   `json:"changes,omitempty"`
-	Sources  []db.StepSource   `json:"sources,omitempty"`
-	Usage    map[string]int    `json:"usage,omitempty"`
-	Final    *finalAnswer      `json:"final,omitempty"`
-	Extra    map[string]string `json:"extra,omitempty"`
+	Round    int             `json:"round"`
+	Messages []api.Message   `json:"messages"` // the run's own turns after the assembled context
+	Pending  []pendingCall   `json:"pending,omitempty"`
+	Seen     map[string]int  `json:"seen,omitempty"` // call signature → times called
+	Changes  []db.FileChange `json:"changes,omitempty"`
+	Sources  []db.StepSource `json:"sources,omitempty"`
+	Usage    map[string]int  `json:"usage,omitempty"`
+	Final    *finalAnswer    `json:"final,omitempty"`
 }
 
 type finalAnswer struct {

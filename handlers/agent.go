@@ -184,8 +184,11 @@ func (h *agentPages) answer(w http.ResponseWriter, r *http.Request) {
 
 func (h *agentPages) settled(w http.ResponseWriter, r *http.Request, user, id int64, err error) {
 	switch {
-	case errors.Is(err, agent.ErrBadDecision), errors.Is(err, agent.ErrBadAnswer):
-		badRequest(w, r, capitalizeFirst(err.Error())+".")
+	case errors.Is(err, agent.ErrBadDecision):
+		badRequest(w, r, "The decision must be once, thread, always or deny.")
+		return
+	case errors.Is(err, agent.ErrBadAnswer):
+		badRequest(w, r, "Choose one of the options for every question.")
 		return
 	case errors.Is(err, db.ErrDecided):
 		// Answered already (another tab, the timeout, or Stop): show the
@@ -204,13 +207,6 @@ func (h *agentPages) settled(w http.ResponseWriter, r *http.Request, user, id in
 		return
 	}
 	redirect(w, r, fmt.Sprintf("/t/%d", run.ThreadID))
-}
-
-func capitalizeFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return string(s[0]-'a'+'A') + s[1:]
 }
 
 // resume serves POST /runs/{id}/resume: an interrupted agent run goes on

@@ -302,6 +302,3 @@ func readUploads(r *http.Request, max int64) ([]media.Upload, error) {
 	}
 	return out, nil
 }
-
-// errNoVision refuses images for a model that cannot see them.
-var errNoVision = errors.New("no vision")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -180,19 +179,13 @@ func (s *Service) Accept(ctx context.Context, files []Upload) ([]db.NewAttachmen
 	return out, nil
 }
 
-// put stores a blob and marks it fresh, so that the collector (which keeps
-// unreferenced blobs for UnsentAfter) does not take a stored copy that a
-// message is about to reference again.
+// put stores a blob (Blobs.Put marks content stored before as fresh, so
+// the collector, which keeps unreferenced blobs for UnsentAfter, does not
+// take a copy a message is about to reference again).
 func (s *Service) put(data []byte) (string, error) {
 	sha, err := s.Blobs.Put(data)
 	if err != nil {
 		return "", fmt.Errorf("store file: %w", err)
-	}
-	if f, err := s.Blobs.Open(sha); err == nil {
-		name := f.Name()
-		f.Close()
-		now := time.Now()
-		_ = os.Chtimes(name, now, now)
 	}
 	return sha, nil
 }
