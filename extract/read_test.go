@@ -1,4 +1,4 @@
-package rag
+package extract
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func assertReadError(t *testing.T, err error, want string, tooLarge bool) {
 
 func read(t *testing.T, format string, data []byte) []Block {
 	t.Helper()
-	got, err := Read(context.Background(), format, data, Limits{})
+	got, err := ReadInProcess(context.Background(), format, data, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestReadHTMLWithDeepNestingIsFast(t *testing.T) {
 
 func TestReadHTMLOverMaxTextIsRefused(t *testing.T) {
 	src := "<html><body>" + strings.Repeat("<p>twelve chars</p>", 1000) + "</body></html>"
-	_, err := Read(context.Background(), FormatHTML, []byte(src), Limits{MaxText: 5000})
+	_, err := ReadInProcess(context.Background(), FormatHTML, []byte(src), Limits{MaxText: 5000})
 	assertReadError(t, err, "more than 5,000 characters", true)
 }
 
@@ -318,7 +318,7 @@ func TestReadCSVRepeatsTheHeaderInEveryBlock(t *testing.T) {
 }
 
 func TestReadRefusesAnUnknownFormat(t *testing.T) {
-	if _, err := Read(context.Background(), "xlsx", []byte("x"), Limits{}); !errors.Is(err, ErrUnsupported) {
+	if _, err := ReadInProcess(context.Background(), "xlsx", []byte("x"), Limits{}); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("err = %v, want ErrUnsupported", err)
 	}
 }
@@ -327,7 +327,7 @@ func TestReadStopsWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, format := range []string{FormatText, FormatMarkdown, FormatHTML, FormatCSV, FormatDOCX, FormatPDF} {
-		if _, err := Read(ctx, format, []byte("a,b\n1,2"), Limits{}); !errors.Is(err, context.Canceled) {
+		if _, err := ReadInProcess(ctx, format, []byte("a,b\n1,2"), Limits{}); !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: err = %v, want context.Canceled", format, err)
 		}
 	}
@@ -336,7 +336,7 @@ func TestReadStopsWhenCancelled(t *testing.T) {
 func TestReadOverMaxTextIsRefused(t *testing.T) {
 	for _, format := range []string{FormatText, FormatMarkdown, FormatCSV} {
 		t.Run(format, func(t *testing.T) {
-			_, err := Read(context.Background(), format, []byte(strings.Repeat("word, ", 100)), Limits{MaxText: 99})
+			_, err := ReadInProcess(context.Background(), format, []byte(strings.Repeat("word, ", 100)), Limits{MaxText: 99})
 			assertReadError(t, err, "more than 99 characters", true)
 		})
 	}

@@ -1,4 +1,4 @@
-package rag
+package extract
 
 import (
 	"archive/zip"
@@ -132,7 +132,7 @@ func TestReadDOCXRefusesHostileFilesClearly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" gives a clear error", func(t *testing.T) {
-			_, err := Read(context.Background(), FormatDOCX, tt.data, tt.lim)
+			_, err := ReadInProcess(context.Background(), FormatDOCX, tt.data, tt.lim)
 			assertReadError(t, err, tt.want, tt.tooBig)
 		})
 	}

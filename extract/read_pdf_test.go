@@ -1,4 +1,4 @@
-package rag
+package extract
 
 import (
 	"bytes"
@@ -159,7 +159,7 @@ func TestReadPDF(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Read(context.Background(), FormatPDF, tt.data, Limits{})
+			got, err := ReadInProcess(context.Background(), FormatPDF, tt.data, Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +208,7 @@ func TestReadPDFRefusesHostileFilesClearly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" gives a clear error", func(t *testing.T) {
-			_, err := Read(context.Background(), FormatPDF, tt.data, tt.lim)
+			_, err := ReadInProcess(context.Background(), FormatPDF, tt.data, tt.lim)
 			assertReadError(t, err, tt.want, tt.tooBig)
 		})
 	}
@@ -226,7 +226,7 @@ func TestReadPDFWithACyclicParentEnds(t *testing.T) {
 	var got []Block
 	var err error
 	go func() {
-		got, err = Read(context.Background(), FormatPDF, data, Limits{})
+		got, err = ReadInProcess(context.Background(), FormatPDF, data, Limits{})
 		close(done)
 	}()
 	select {
@@ -243,7 +243,7 @@ func TestReadPDFWithACyclicParentEnds(t *testing.T) {
 func TestReadPDFStopsWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Read(ctx, FormatPDF, twoPagePDF(), Limits{})
+	_, err := ReadInProcess(ctx, FormatPDF, twoPagePDF(), Limits{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -251,7 +251,7 @@ func TestReadPDFStopsWhenCancelled(t *testing.T) {
 
 func TestReadPDFSkipsAPageWithTooMuchContent(t *testing.T) {
 	huge := "BT /F1 12 Tf 72 700 Td (" + strings.Repeat("x", pdfMaxContent) + ") Tj ET"
-	got, err := Read(context.Background(), FormatPDF, pdfPagesFile(huge, "BT /F1 12 Tf 72 700 Td (Small) Tj ET"), Limits{})
+	got, err := ReadInProcess(context.Background(), FormatPDF, pdfPagesFile(huge, "BT /F1 12 Tf 72 700 Td (Small) Tj ET"), Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

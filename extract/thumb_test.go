@@ -1,4 +1,4 @@
-package media
+package extract
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func TestThumbnailsFitTheirBoxKeepingTheAspect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			out, err := Thumbnail(tt.data, tt.maxSide)
+			out, err := ThumbnailInProcess(tt.data, tt.maxSide)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func TestThumbnailsFitTheirBoxKeepingTheAspect(t *testing.T) {
 
 func TestThumbnailKeepsTheColoursWhereTheyWere(t *testing.T) {
 	t.Parallel()
-	out, err := Thumbnail(pngOf(t, 400, 200), 100)
+	out, err := ThumbnailInProcess(pngOf(t, 400, 200), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestThumbnailTurnsAJPEGTheWayItsEXIFSays(t *testing.T) {
 	// Stored 200 × 100, red left, blue right; orientation 6 means "turn a
 	// quarter clockwise to show": 50 × 100 shown, red on top.
 	data := jpegWithOrientation(t, jpegOf(t, 200, 100), 6)
-	out, err := Thumbnail(data, 100)
+	out, err := ThumbnailInProcess(data, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +70,8 @@ func TestThumbnailTurnsAJPEGTheWayItsEXIFSays(t *testing.T) {
 	if !reddish(img.At(25, 5)) || !bluish(img.At(25, 95)) {
 		t.Errorf("top %v and bottom %v; want red then blue", img.At(25, 5), img.At(25, 95))
 	}
-	if s, err := Sniff("p.jpg", data); err != nil || s.Width != 200 {
-		t.Errorf("Sniff of the EXIF JPEG = %+v, %v", s, err)
+	if info, err := ImageHeader(data); err != nil || info.Width != 200 {
+		t.Errorf("ImageHeader of the EXIF JPEG = %+v, %v", info, err)
 	}
 }
 
@@ -84,8 +84,9 @@ func TestThumbnailRefusesWhatSniffRefuses(t *testing.T) {
 		"a document":                           []byte("hello"),
 		"an SVG":                               []byte("<svg/>"),
 	} {
-		if _, err := Thumbnail(data, 0); !errors.Is(err, ErrRefused) {
-			t.Errorf("Thumbnail(%s) = %v, want a refusal", name, err)
+		var re *ReadError
+		if _, err := ThumbnailInProcess(data, 0); !errors.As(err, &re) {
+			t.Errorf("ThumbnailInProcess(%s) = %v, want a refusal", name, err)
 		}
 	}
 }

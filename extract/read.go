@@ -1,8 +1,4 @@
-// Package rag owns knowledge bases: reading documents, structure-aware
-// chunking, embedding and indexing jobs, hybrid retrieval, citations and the
-// rag route. It reads and writes only through db and speaks to the model
-// server only through the Ollama client.
-package rag
+package extract
 
 import (
 	"context"
@@ -31,14 +27,15 @@ var ErrUnsupported = errors.New("unsupported file type: Weft reads PDF, DOCX, HT
 // Limits.
 var ErrTooLarge = errors.New("document too large")
 
-// Block is a piece of a document with where it stands.
+// Block is a piece of a document with where it stands. It crosses the
+// jail's pipe as JSON.
 //
 // Heading text itself lives in Headings, not in Text.
 type Block struct {
-	Text     string
-	Headings []string // heading path, outermost first (HTML h1-h6, Markdown #, DOCX Heading 1..9 styles / Title)
-	Page     int      // 1-based page for PDF, 0 otherwise
-	Table    bool     // a table, rendered as text rows ("a | b | c" lines, header first)
+	Text     string   `json:"t"`
+	Headings []string `json:"h,omitempty"` // heading path, outermost first (HTML h1-h6, Markdown #, DOCX Heading 1..9 styles / Title)
+	Page     int      `json:"p,omitempty"` // 1-based page for PDF, 0 otherwise
+	Table    bool     `json:"tb,omitempty"` // a table, rendered as text rows ("a | b | c" lines, header first)
 }
 
 // Limits bound what reading may cost; zero fields take the defaults.
@@ -83,11 +80,14 @@ func readErr(cause error, format string, args ...any) *ReadError {
 	return &ReadError{Msg: fmt.Sprintf(format, args...), Err: cause}
 }
 
-// Read extracts the blocks of a document in the given format (see Detect).
-// It never panics, checks ctx between pages and blocks (returning ctx.Err()),
-// and stays within lim. An unknown format gives ErrUnsupported; a document
-// that cannot be read gives a *ReadError.
-func Read(ctx context.Context, format string, data []byte, lim Limits) (blocks []Block, err error) {
+// ReadInProcess extracts the blocks of a document in the given format (see
+// Detect) in the calling process. It never panics, checks ctx between pages
+// and blocks (returning ctx.Err()), and stays within lim; but a hostile file
+// can still make a library allocate without bound or loop, which only a
+// process boundary stops. It is for the jail's child and for fuzzing:
+// everything else calls Read. An unknown format gives ErrUnsupported; a
+// document that cannot be read gives a *ReadError.
+func ReadInProcess(ctx context.Context, format string, data []byte, lim Limits) (blocks []Block, err error) {
 	r := &reader{ctx: ctx, lim: lim.withDefaults()}
 	defer func() {
 		// The readers, and above all the PDF library, must not take the
