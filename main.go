@@ -22,6 +22,7 @@ import (
 	"weft/agent"
 	"weft/chat"
 	"weft/db"
+	"weft/extract"
 	"weft/handlers"
 	"weft/media"
 	"weft/rag"
@@ -47,6 +48,7 @@ type config struct {
 	uploadBytes  int64
 	attachBytes  int64
 	attachFiles  int
+	extractors   int
 }
 
 func loadConfig() (config, error) {
@@ -76,6 +78,9 @@ func loadConfig() (config, error) {
 		return c, err
 	}
 	if c.attachFiles, err = envInt("WEFT_ATTACH_MAX_FILES", 10, 1); err != nil {
+		return c, err
+	}
+	if c.extractors, err = envInt("WEFT_EXTRACT_WORKERS", extract.DefaultWorkers, 1); err != nil {
 		return c, err
 	}
 	if c.maxCtx, err = envInt("WEFT_MAX_NUM_CTX", 8192, 256); err != nil {
@@ -129,6 +134,9 @@ func env(key, def string) string {
 }
 
 func main() {
+	// A document reader's jailed child is this binary re-executed: it must
+	// confine itself before anything else runs (see package extract).
+	extract.ChildMain()
 	cfg, err := loadConfig()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weft:", err)
@@ -139,6 +147,7 @@ func main() {
 		h = slog.NewJSONHandler(os.Stderr, nil)
 	}
 	slog.SetDefault(slog.New(h))
+	extract.Configure(extract.JailConfig{Workers: cfg.extractors})
 	if err := run(cfg); err != nil {
 		slog.Error("weft stopped", "err", err)
 		os.Exit(1)

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
 
-	"weft/rag"
+	"weft/extract"
 )
 
 // textKind reports whether a media type is text the agent can read, and
@@ -51,10 +51,10 @@ func decode(data []byte, contentType string) string {
 }
 
 // htmlText renders a page as readable text: its title, then rag's reading
-// of it (no scripts, styles or navigation; whitespace collapsed), with the
+// of it, in extract's jail (no scripts, styles or navigation; whitespace collapsed), with the
 // headings above each paragraph written where they change.
 func htmlText(ctx context.Context, page string) (string, error) {
-	blocks, err := rag.Read(ctx, rag.FormatHTML, []byte(page), rag.Limits{MaxText: len(page) + 1})
+	blocks, err := extract.Read(ctx, extract.FormatHTML, []byte(page), extract.Limits{MaxText: len(page) + 1})
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("web fetch: %w", context.Cause(ctx))

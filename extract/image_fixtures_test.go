@@ -102,4 +102,3 @@ func jpegWithOrientation(t testing.TB, data []byte, orient uint16) []byte {
 	b.Write(data[2:])
 	return b.Bytes()
 }
-

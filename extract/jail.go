@@ -285,4 +285,3 @@ func (c *capBuffer) String() string {
 	defer c.mu.Unlock()
 	return c.b.String()
 }
-

@@ -33,8 +33,8 @@ var ErrTooLarge = errors.New("document too large")
 // Heading text itself lives in Headings, not in Text.
 type Block struct {
 	Text     string   `json:"t"`
-	Headings []string `json:"h,omitempty"` // heading path, outermost first (HTML h1-h6, Markdown #, DOCX Heading 1..9 styles / Title)
-	Page     int      `json:"p,omitempty"` // 1-based page for PDF, 0 otherwise
+	Headings []string `json:"h,omitempty"`  // heading path, outermost first (HTML h1-h6, Markdown #, DOCX Heading 1..9 styles / Title)
+	Page     int      `json:"p,omitempty"`  // 1-based page for PDF, 0 otherwise
 	Table    bool     `json:"tb,omitempty"` // a table, rendered as text rows ("a | b | c" lines, header first)
 }
 

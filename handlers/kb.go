@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"weft/db"
+	"weft/extract"
 	"weft/rag"
 	"weft/views"
 )
@@ -253,7 +254,7 @@ func (h *kbs) upload(w http.ResponseWriter, r *http.Request) {
 			refused = append(refused, name+": the file is empty")
 			continue
 		}
-		if _, err := rag.Detect(name, data); err != nil {
+		if _, err := extract.Detect(name, data); err != nil {
 			refused = append(refused, name+": "+err.Error())
 			continue
 		}

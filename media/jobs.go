@@ -101,7 +101,7 @@ func (w *imageWorker) Work(ctx context.Context, job *river.Job[ImageArgs]) error
 		if err != nil {
 			return nil, err
 		}
-		thumb, err := Thumbnail(data, 0)
+		thumb, err := Thumbnail(ctx, data, 0)
 		if err != nil {
 			return nil, err
 		}

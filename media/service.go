@@ -149,8 +149,11 @@ func (s *Service) Accept(ctx context.Context, files []Upload) ([]db.NewAttachmen
 	if err := lim.Check(sizes); err != nil {
 		return nil, err
 	}
+	// Every file is sniffed and read (in extract's jail) before anything
+	// is stored: a refused file leaves no blob behind, and names itself.
 	out := make([]db.NewAttachment, 0, len(files))
-	for _, f := range files {
+	thumbs := make([][]byte, len(files))
+	for i, f := range files {
 		sn, err := Sniff(f.Name, f.Data)
 		if err != nil {
 			return nil, err
@@ -163,18 +166,22 @@ func (s *Service) Accept(ctx context.Context, files []Upload) ([]db.NewAttachmen
 				return nil, fmt.Errorf("%s: %w", a.Name, err)
 			}
 		case KindImage:
-			thumb, err := Thumbnail(f.Data, 0)
-			if err != nil {
+			if thumbs[i], err = Thumbnail(ctx, f.Data, 0); err != nil {
 				return nil, fmt.Errorf("%s: %w", a.Name, err)
 			}
-			if a.ThumbSHA, err = s.put(thumb); err != nil {
+		}
+		out = append(out, a)
+	}
+	for i, f := range files {
+		var err error
+		if thumbs[i] != nil {
+			if out[i].ThumbSHA, err = s.put(thumbs[i]); err != nil {
 				return nil, err
 			}
 		}
-		if a.SHA256, err = s.put(f.Data); err != nil {
+		if out[i].SHA256, err = s.put(f.Data); err != nil {
 			return nil, err
 		}
-		out = append(out, a)
 	}
 	return out, nil
 }

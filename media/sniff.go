@@ -4,18 +4,13 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
-	"image"
-	"image/gif"
-	"image/jpeg"
-	"image/png"
 	"io"
 	"strings"
 
-	"golang.org/x/image/webp"
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/transform"
 
-	"weft/rag"
+	"weft/extract"
 )
 
 // Kinds of attachment.
@@ -24,11 +19,10 @@ const (
 	KindDocument = "document"
 )
 
-// Bounds on an image's dimensions: beyond them decoding it could take
-// gigabytes (a decompression bomb), whatever the file's size.
+// Bounds on an image's dimensions (see extract).
 const (
-	MaxImagePixels = 50_000_000
-	MaxImageSide   = 20_000
+	MaxImagePixels = extract.MaxImagePixels
+	MaxImageSide   = extract.MaxImageSide
 )
 
 // accepted names what Weft takes, for refusals of anything else.
@@ -38,7 +32,7 @@ const accepted = "Weft accepts images (PNG, JPEG, GIF, WebP) and documents (PDF,
 type Sniffed struct {
 	Kind   string // KindImage or KindDocument
 	MIME   string // from the content, e.g. image/png, application/pdf, text/html
-	Format string // documents: the rag format (rag.FormatPDF, …); images: empty
+	Format string // documents: the extract format (extract.FormatPDF, …); images: empty
 	Width  int    // images: pixels
 	Height int
 }
@@ -48,7 +42,7 @@ type Sniffed struct {
 // image (PNG, JPEG, GIF, WebP) must decode its header and stay within
 // MaxImagePixels and MaxImageSide; SVG is refused wherever it hides; a
 // page of HTML is a document, whatever its name says. Anything else that
-// rag cannot read is refused. Refusals wrap ErrRefused and name the file.
+// extract cannot read is refused. Refusals wrap ErrRefused and name the file.
 //
 // HTML is reported with MIME text/html: it must be served, like every
 // document, as an attachment with nosniff (DESIGN.md §10), never inline.
@@ -57,19 +51,19 @@ func Sniff(name string, data []byte) (Sniffed, error) {
 	if len(data) == 0 {
 		return Sniffed{}, refuse(nil, "%s is empty.", shown)
 	}
-	if f := imageFormat(data); f != nil {
-		return sniffImage(shown, f, data)
+	if info, err := extract.ImageHeader(data); !errors.Is(err, extract.ErrNotImage) {
+		return sniffImage(shown, info, err)
 	}
 	if isSVG(data) {
 		return Sniffed{}, refuse(nil, "%s: SVG images are not accepted (they can carry scripts).", shown)
 	}
-	format, err := rag.Detect(name, data)
+	format, err := extract.Detect(name, data)
 	if err != nil {
-		// rag's message may lead with the reason ("this .pdf file holds
+		// extract's message may lead with the reason ("this .pdf file holds
 		// plain text, not what its name says"); keep it, then say what
 		// is accepted.
-		reason, ok := strings.CutSuffix(err.Error(), "; "+rag.ErrUnsupported.Error())
-		if !ok || !errors.Is(err, rag.ErrUnsupported) {
+		reason, ok := strings.CutSuffix(err.Error(), "; "+extract.ErrUnsupported.Error())
+		if !ok || !errors.Is(err, extract.ErrUnsupported) {
 			reason = "this kind of file is not accepted"
 		}
 		return Sniffed{}, refuse(err, "%s: %s. %s.", shown, reason, accepted)
@@ -78,62 +72,30 @@ func Sniff(name string, data []byte) (Sniffed, error) {
 }
 
 var documentMIME = map[string]string{
-	rag.FormatPDF:      "application/pdf",
-	rag.FormatDOCX:     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-	rag.FormatHTML:     "text/html",
-	rag.FormatMarkdown: "text/markdown",
-	rag.FormatText:     "text/plain",
-	rag.FormatCSV:      "text/csv",
+	extract.FormatPDF:      "application/pdf",
+	extract.FormatDOCX:     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+	extract.FormatHTML:     "text/html",
+	extract.FormatMarkdown: "text/markdown",
+	extract.FormatText:     "text/plain",
+	extract.FormatCSV:      "text/csv",
 }
 
-// rasterFormat is a raster image format Weft accepts.
-type rasterFormat struct {
-	name         string // for messages
-	mime         string
-	decodeConfig func(io.Reader) (image.Config, error)
-	decode       func(io.Reader) (image.Image, error) // GIF: its first frame
-}
-
-var (
-	formatPNG  = &rasterFormat{"PNG", "image/png", png.DecodeConfig, png.Decode}
-	formatJPEG = &rasterFormat{"JPEG", "image/jpeg", jpeg.DecodeConfig, jpeg.Decode}
-	formatGIF  = &rasterFormat{"GIF", "image/gif", gif.DecodeConfig, gif.Decode}
-	formatWebP = &rasterFormat{"WebP", "image/webp", webp.DecodeConfig, webp.Decode}
-)
-
-// imageFormat recognizes a raster image by its magic bytes, or gives nil.
-// The decoders are called directly, not through image.Decode, so that a
-// format registered by some other package is never accepted by accident.
-func imageFormat(data []byte) *rasterFormat {
-	switch {
-	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
-		return formatPNG
-	case bytes.HasPrefix(data, []byte("\xff\xd8\xff")):
-		return formatJPEG
-	case bytes.HasPrefix(data, []byte("GIF87a")), bytes.HasPrefix(data, []byte("GIF89a")):
-		return formatGIF
-	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP":
-		return formatWebP
-	}
-	return nil
-}
-
-// sniffImage checks that an image's header decodes and that its
-// dimensions are safe to decode.
-func sniffImage(shown string, f *rasterFormat, data []byte) (Sniffed, error) {
-	cfg, err := f.decodeConfig(bytes.NewReader(data))
+// sniffImage checks that an image's header decoded (ImageHeader's answer
+// is info, err) and that its dimensions are safe to decode; only the
+// header is read here, the pixels are decoded in extract's jail.
+func sniffImage(shown string, info extract.ImageInfo, err error) (Sniffed, error) {
 	if err != nil {
-		return Sniffed{}, refuse(err, "%s looks like a %s image but cannot be read; it may be damaged.", shown, f.name)
+		return Sniffed{}, refuse(err, "%s looks like a %s image but cannot be read; it may be damaged.", shown, info.Format)
 	}
-	w, h := cfg.Width, cfg.Height
+	w, h := info.Width, info.Height
 	switch {
 	case w <= 0 || h <= 0:
-		return Sniffed{}, refuse(nil, "%s is a %s image without pixels.", shown, f.name)
-	case w > MaxImageSide || h > MaxImageSide || int64(w)*int64(h) > MaxImagePixels:
-		return Sniffed{}, refuse(nil, "%s is %s × %s pixels; the limit is %d megapixels and %s pixels a side.",
+		return Sniffed{}, refuse(nil, "%s is a %s image without pixels.", shown, info.Format)
+	case info.Bomb():
+		return Sniffed{}, refuse(extract.ErrTooLarge, "%s is %s × %s pixels; the limit is %d megapixels and %s pixels a side.",
 			shown, thousands(w), thousands(h), MaxImagePixels/1_000_000, thousands(MaxImageSide))
 	}
-	return Sniffed{Kind: KindImage, MIME: f.mime, Width: w, Height: h}, nil
+	return Sniffed{Kind: KindImage, MIME: info.MIME, Width: w, Height: h}, nil
 }
 
 // isSVG reports whether data is an XML document whose root element is svg

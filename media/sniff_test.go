@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf16"
 
+	"weft/extract"
 	"weft/rag"
 )
 
@@ -89,7 +90,7 @@ func TestSniffTellsWhatAFileIsFromItsContent(t *testing.T) {
 func TestAZipBombNamedDocxIsRefusedWhenReadWithoutUnpackingItAll(t *testing.T) {
 	t.Parallel()
 	// Just over what rag lets a DOCX unpack to; it stops there.
-	bomb := docxBomb(t, rag.DefaultMaxUnzipped+1<<20)
+	bomb := docxBomb(t, extract.DefaultMaxUnzipped+1<<20)
 	if len(bomb) > 2<<20 {
 		t.Fatalf("the bomb is %d bytes; it should be small", len(bomb))
 	}
@@ -101,7 +102,7 @@ func TestAZipBombNamedDocxIsRefusedWhenReadWithoutUnpackingItAll(t *testing.T) {
 		t.Fatalf("Sniff = %+v, want a DOCX document", s)
 	}
 	text, _, err := ExtractText(context.Background(), s.Format, bomb, 0)
-	if !errors.Is(err, ErrRefused) || !errors.Is(err, rag.ErrTooLarge) {
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, extract.ErrTooLarge) {
 		t.Fatalf("ExtractText = %q, %v; want a refusal for size", text, err)
 	}
 	if want := "expands to more than 200 MB when unpacked; it may be damaged or a zip bomb"; !strings.Contains(err.Error(), want) {

@@ -5,37 +5,39 @@ import (
 	"errors"
 	"strings"
 
-	"weft/rag"
+	"weft/extract"
 )
 
 // DefaultMaxChars is how much of a document's text ExtractText keeps.
 const DefaultMaxChars = 200_000
 
-// ExtractText reads the text of a document in a rag format (Sniffed.Format)
+// ExtractText reads the text of a document in an extract format (Sniffed.Format),
+// in extract's jail,
 // for the model: blocks in order, separated by blank lines, each run of
 // blocks under new headings preceded by those headings as Markdown lines
 // ("# Chapter", "## Section"). The text is cut after maxChars characters
 // (default DefaultMaxChars), never inside a character, and truncated says
 // so. A document without text (a scanned PDF) gives "" and no error.
 //
-// Reading stays within rag's limits (rag.Limits defaults: 20 million
+// Reading stays within extract's limits (extract.Limits defaults: 20 million
 // characters, 200 MB unpacked from a DOCX whatever its ZIP headers claim,
 // 5,000 PDF pages): a decompression bomb is stopped there and refused. A
-// document that cannot be read gives an error wrapping ErrRefused whose
-// message is for the user; cancellation gives ctx.Err().
+// document that cannot be read, or that makes the reader run out of memory
+// or time or crash, gives an error wrapping ErrRefused whose message is for
+// the user; cancellation gives ctx.Err().
 func ExtractText(ctx context.Context, format string, data []byte, maxChars int) (text string, truncated bool, err error) {
 	if maxChars <= 0 {
 		maxChars = DefaultMaxChars
 	}
-	blocks, err := rag.Read(ctx, format, data, rag.Limits{})
+	blocks, err := extract.Read(ctx, format, data, extract.Limits{})
 	if err != nil {
-		var re *rag.ReadError
+		var re *extract.ReadError
 		switch {
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return "", false, err
 		case errors.As(err, &re):
 			return "", false, refuse(err, "%s", re.Msg)
-		case errors.Is(err, rag.ErrUnsupported):
+		case errors.Is(err, extract.ErrUnsupported):
 			return "", false, refuse(err, "This document cannot be read: %s.", accepted)
 		}
 		return "", false, refuse(err, "This document cannot be read; it may be damaged.")
@@ -46,7 +48,7 @@ func ExtractText(ctx context.Context, format string, data []byte, maxChars int) 
 
 // joinBlocks writes the blocks' text, each new heading before the first
 // block under it.
-func joinBlocks(blocks []rag.Block) string {
+func joinBlocks(blocks []extract.Block) string {
 	var b strings.Builder
 	var shown []string // heading path already written
 	for _, bl := range blocks {

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"weft/db"
+	"weft/extract"
 )
 
 // ingestAttempts is how many times a job runs before its document fails
@@ -73,19 +74,26 @@ func (s *Service) ingest(ctx context.Context, docID int64) error {
 	if err != nil {
 		return err
 	}
-	format, err := Detect(t.Doc.Name, t.Data)
+	format, err := extract.Detect(t.Doc.Name, t.Data)
 	if err != nil {
 		return permanent{msg: capitalize(err.Error()) + "."}
 	}
 	if err := s.store.SetDocumentFormat(ctx, docID, format); err != nil {
 		return err
 	}
-	blocks, err := Read(ctx, format, t.Data, Limits{})
+	// In the jail: a file that makes the reader run out of memory or
+	// time, or crash, is a ReadError like any unreadable file, and fails
+	// the document for good rather than crashing a child at every retry.
+	blocks, err := extract.Read(ctx, format, t.Data, extract.Limits{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return permanent{msg: capitalize(err.Error())}
+		var re *extract.ReadError
+		if errors.As(err, &re) || errors.Is(err, extract.ErrUnsupported) {
+			return permanent{msg: capitalize(err.Error())}
+		}
+		return err // the jail itself failed (no child could start): another attempt may do
 	}
 	// The chunking fixed when this document was first started: a resumed
 	// attempt cuts it the same way even if the settings changed since.

@@ -17,6 +17,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/extract"
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
 	"weft/rag"
@@ -302,7 +303,7 @@ func TestIngestionResumesAfterTheChunksAlreadyStored(t *testing.T) {
 	kb := e.kb(e.user, e.ws, "Resume", "embedder")
 	mustExec(t, e.store, "UPDATE knowledge_bases SET chunk_size = 200, chunk_overlap = 0 WHERE id = $1", kb.ID)
 	content := sections(20, "lamp")
-	blocks, err := rag.Read(ctx, rag.FormatMarkdown, []byte(content), rag.Limits{})
+	blocks, err := extract.ReadInProcess(ctx, rag.FormatMarkdown, []byte(content), extract.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

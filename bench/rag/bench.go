@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"weft/db"
+	"weft/extract"
 	"weft/internal/fakeollama"
 	"weft/rag"
 )
@@ -69,7 +70,7 @@ func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, querie
 		}
 		data := []byte(md.String())
 		t0 := time.Now()
-		blocks, err := rag.Read(ctx, rag.FormatMarkdown, data, rag.Limits{})
+		blocks, err := extract.ReadInProcess(ctx, rag.FormatMarkdown, data, extract.Limits{}) // the repository's own corpus: trusted
 		if err != nil {
 			return err
 		}

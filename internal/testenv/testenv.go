@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"weft/db"
+	"weft/extract"
 )
 
 var (
@@ -30,8 +31,11 @@ const templateDB = "weft_template"
 
 // Main runs a package's tests against a throwaway cluster: the one named
 // by WEFT_TEST_DATABASE_URL, or else a private cluster started for this test
-// binary and removed afterwards. Use it from TestMain.
+// binary and removed afterwards. Use it from TestMain. A test binary
+// started as a jailed document reader (see extract.ChildMain) is that
+// child and nothing else.
 func Main(m *testing.M) {
+	extract.ChildMain()
 	os.Exit(run(m))
 }
 

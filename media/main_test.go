@@ -1,0 +1,15 @@
+package media
+
+import (
+	"os"
+	"testing"
+
+	"weft/extract"
+)
+
+// Tests here read files through extract's jail, whose child is this test
+// binary re-executed.
+func TestMain(m *testing.M) {
+	extract.ChildMain()
+	os.Exit(m.Run())
+}
