@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"weft/extract/internal/hostile"
+	"weft/internal/hostile"
 )
 
 func init() {

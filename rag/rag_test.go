@@ -19,6 +19,7 @@ import (
 	"weft/db"
 	"weft/extract"
 	"weft/internal/fakeollama"
+	"weft/internal/hostile"
 	"weft/internal/testenv"
 	"weft/rag"
 )
@@ -471,5 +472,40 @@ func TestHostileFilesEndFailedWithAClearMessageAndBrokenEncodingsAreRead(t *test
 	res, err := e.svc.Search(context.Background(), rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: "café au lait"})
 	if err != nil || len(res) == 0 || !strings.Contains(res[0].Text, "Café au lait") {
 		t.Errorf("Latin-1 text was not repaired into searchable text: %v %+v", err, res)
+	}
+}
+
+func TestAnXrefBombFailsItsDocumentOnceWithAClearMessageAndIsNotRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, rag.Config{})
+	kb := e.kb(e.user, e.ws, "Bombs", "embedder")
+	doc := e.add(e.user, kb, "bomb.pdf", string(hostile.XrefBomb()))
+	d := e.wait(e.user, doc)
+	if want := "This PDF could not be read: it needs more memory than Weft allows for one file."; d.Status != db.DocFailed || d.Error != want {
+		t.Fatalf("document %s %q, want failed with %q", d.Status, d.Error, want)
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var state string
+		var attempt int
+		err := e.store.Pool.QueryRow(ctx, "SELECT state, attempt FROM river_job WHERE kind = 'kb_ingest' AND (args->>'document_id')::bigint = $1", doc.ID).Scan(&state, &attempt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state == "cancelled" {
+			if attempt != 1 {
+				t.Errorf("the job ran %d times, want once", attempt)
+			}
+			break
+		}
+		if state != "running" || time.Now().After(deadline) {
+			t.Fatalf("the job is %s after %d attempts, want cancelled after one", state, attempt)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The server still ingests the next document.
+	if d := e.wait(e.user, e.add(e.user, kb, "fine.md", "# Fine\n\nA document that reads.")); d.Status != db.DocReady {
+		t.Errorf("the next document is %s %q", d.Status, d.Error)
 	}
 }
