@@ -33,6 +33,18 @@ lint: ## gofmt, go vet, templ generate and go mod tidy must leave no diff
 	  if [ -n "$$(git status --porcelain -- '*_templ.go')" ]; then \
 	    echo "go tool templ generate changed generated files:"; git status --porcelain -- '*_templ.go'; exit 1; fi
 
+FUZZTIME ?= 30s
+FUZZPKGS ?= ./extract/ ./media/
+
+.PHONY: fuzz
+fuzz: ## fuzz every reader, format detection, Sniff and thumbnails, FUZZTIME each (default 30s); findings land in testdata/fuzz
+	@set -e; for pkg in $(FUZZPKGS); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$target"; \
+	    $(GO) test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME); \
+	  done; \
+	done
+
 .PHONY: deps-run deps-test
 deps-run: ## install the PostgreSQL server, pgvector and espeak-ng (Debian/Ubuntu, as root)
 	@bash scripts/deps.sh run
