@@ -16,7 +16,7 @@ import (
 // their seeds live in FuzzJailReadPDF and FuzzJailThumbnail, which go
 // through the jail. Seeds run as ordinary tests; make fuzz fuzzes.
 const (
-	guardTime = 20 * time.Second
+	guardTime = 60 * time.Second
 	guardHeap = 1536 << 20
 )
 

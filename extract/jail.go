@@ -29,10 +29,10 @@ type JailConfig struct {
 	// reserved at its start (RLIMIT_AS, default 1 GiB); its GC aims at
 	// three quarters of it (debug.SetMemoryLimit).
 	Memory int64
-	// CPU is the processor time a child may use (RLIMIT_CPU, default 30 s).
+	// CPU is the processor time a child may use (RLIMIT_CPU, default 60 s).
 	CPU time.Duration
 	// Timeout is the wall-clock time a child may run, waiting for a slot
-	// not included (default 60 s).
+	// not included (default 120 s).
 	Timeout time.Duration
 	// MaxOutput caps what a child may write back (default 256 MiB: 20
 	// million characters of text as JSON blocks fit).
@@ -43,8 +43,8 @@ type JailConfig struct {
 const (
 	DefaultWorkers   = 2
 	DefaultMemory    = 1 << 30
-	DefaultCPU       = 30 * time.Second
-	DefaultTimeout   = 60 * time.Second
+	DefaultCPU       = 60 * time.Second
+	DefaultTimeout   = 120 * time.Second
 	DefaultMaxOutput = 256 << 20
 )
 
