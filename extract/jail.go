@@ -29,10 +29,12 @@ type JailConfig struct {
 	// reserved at its start (RLIMIT_AS, default 1 GiB); its GC aims at
 	// three quarters of it (debug.SetMemoryLimit).
 	Memory int64
-	// CPU is the processor time a child may use (RLIMIT_CPU, default 60 s).
+	// CPU is the processor time a child may use (RLIMIT_CPU, default 10 s:
+	// DESIGN §13 allows one input 10 s of one core).
 	CPU time.Duration
 	// Timeout is the wall-clock time a child may run, waiting for a slot
-	// not included (default 120 s).
+	// not included (default 60 s: a loaded machine may give a child
+	// much less than a core).
 	Timeout time.Duration
 	// MaxOutput caps what a child may write back (default 256 MiB: 20
 	// million characters of text as JSON blocks fit).
@@ -43,8 +45,8 @@ type JailConfig struct {
 const (
 	DefaultWorkers   = 2
 	DefaultMemory    = 1 << 30
-	DefaultCPU       = 60 * time.Second
-	DefaultTimeout   = 120 * time.Second
+	DefaultCPU       = 10 * time.Second
+	DefaultTimeout   = 60 * time.Second
 	DefaultMaxOutput = 256 << 20
 )
 
@@ -234,7 +236,10 @@ func (j *Jail) classify(ps *os.ProcessState, stderr string) error {
 	if ps != nil {
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() &&
 			(ws.Signal() == syscall.SIGKILL || ws.Signal() == syscall.SIGXCPU) &&
-			ps.UserTime()+ps.SystemTime() >= j.cfg.CPU.Truncate(time.Second)-100*time.Millisecond {
+			// The kernel's CPU accounting and rusage's differ by a tick or
+			// two; a SIGKILL the parent did not send, after most of the
+			// limit, is the limit.
+			ps.UserTime()+ps.SystemTime() >= j.cfg.CPU.Truncate(time.Second)*3/4 {
 			return ErrJailTimeout
 		}
 	}

@@ -59,19 +59,31 @@ func TestAnXrefBombThroughTheJailIsAMemoryErrorAndThisProcessSurvives(t *testing
 	}
 }
 
-func TestAPrevLoopThroughTheJailEndsAsTooLongWithinTheWallClock(t *testing.T) {
+func TestAChildThatSpinsEndsAsTooLongAtItsCPULimit(t *testing.T) {
 	t.Parallel()
-	j := NewJail(JailConfig{CPU: 2 * time.Second, Timeout: 4 * time.Second})
+	j := NewJail(JailConfig{CPU: 1 * time.Second, Timeout: 30 * time.Second})
 	start := time.Now()
-	_, err := j.Read(context.Background(), FormatPDF, hostile.PrevLoop(), Limits{})
+	_, err := j.run(context.Background(), "This PDF", nil, "spin")
 	if !errors.Is(err, ErrJailTimeout) {
-		t.Fatalf("Read = %v, want a timeout", err)
+		t.Fatalf("run = %v, want a timeout", err)
 	}
 	if want := "This PDF could not be read: it took too long to read."; err.Error() != want {
 		t.Errorf("message %q, want %q", err.Error(), want)
 	}
-	if d := time.Since(start); d > 8*time.Second {
-		t.Errorf("it took %v, over the wall clock", d)
+	if d := time.Since(start); d > 25*time.Second {
+		t.Errorf("it took %v, the CPU limit did not end it", d)
+	}
+}
+
+func TestAPrevLoopIsRefusedAsDamagedBeforeTheLibraryFollowsIt(t *testing.T) {
+	t.Parallel()
+	_, err := NewJail(JailConfig{}).Read(context.Background(), FormatPDF, hostile.PrevLoop(), Limits{})
+	var re *ReadError
+	if !errors.As(err, &re) || errors.Is(err, ErrJailTimeout) || !strings.Contains(re.Msg, "point back at each other") {
+		t.Fatalf("Read = %v, want the damaged-chain refusal", err)
+	}
+	if xrefChainLoops(twoPagePDF()) {
+		t.Error("a PDF with one cross-reference section counts as a loop")
 	}
 }
 
@@ -89,6 +101,13 @@ func TestAWallClockTimeoutKillsAChildThatWaits(t *testing.T) {
 }
 
 func init() {
+	childOps["spin"] = func([]byte, []string) ([]byte, error) {
+		for n := 0; ; n++ { // a child looping on the CPU, as a reader on a hostile file may
+			if n < 0 {
+				return nil, nil
+			}
+		}
+	}
 	childOps["sleep"] = func([]byte, []string) ([]byte, error) {
 		time.Sleep(time.Hour) // a child blocked, using no CPU
 		return nil, nil

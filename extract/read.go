@@ -41,14 +41,14 @@ type Block struct {
 // Limits bound what reading may cost; zero fields take the defaults.
 type Limits struct {
 	MaxText     int   // runes of extracted text (default 20_000_000); beyond: a ReadError wrapping ErrTooLarge
-	MaxUnzipped int64 // total bytes decompressed from a DOCX (default 200 MB); beyond: a ReadError wrapping ErrTooLarge
+	MaxUnzipped int64 // total bytes decompressed from a DOCX (default 100 MB); beyond: a ReadError wrapping ErrTooLarge
 	MaxPages    int   // PDF pages (default 5_000); beyond: a ReadError wrapping ErrTooLarge
 }
 
 // Default limits.
 const (
 	DefaultMaxText     = 20_000_000
-	DefaultMaxUnzipped = 200 << 20
+	DefaultMaxUnzipped = 100 << 20
 	DefaultMaxPages    = 5_000
 )
 

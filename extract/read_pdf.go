@@ -36,6 +36,9 @@ func readPDF(r *reader, data []byte) error {
 		return readErr(nil, "This file is not a PDF.")
 	}
 	data = normalizePDF(data[start:])
+	if xrefChainLoops(data) {
+		return readErr(nil, "The PDF is damaged: its cross-reference sections point back at each other, so Weft could not open it.")
+	}
 	doc, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return pdfOpenError(err)
@@ -66,6 +69,66 @@ func readPDF(r *reader, data []byte) error {
 		return readErr(nil, "The PDF has no pages.")
 	}
 	return readErr(nil, "The PDF has no text to read: it may be scanned images, and Weft does not recognize text in images.")
+}
+
+// pdfMaxSections bounds the /Prev chain of cross-reference sections; an
+// incrementally saved PDF has one section per save.
+const pdfMaxSections = 4096
+
+// xrefChainLoops follows the /Prev chain of cross-reference sections from
+// the last startxref, as the library will, and tells whether it comes back
+// to a section already seen (or never ends): the library follows such a
+// chain forever, so the file is refused before it is opened. The jail
+// would stop it too, but only after its CPU limit. Each section's /Prev
+// is the first one after its start, before its startxref (a table's
+// trailer) or its stream (an xref stream's dictionary).
+func xrefChainLoops(data []byte) bool {
+	i := bytes.LastIndex(data, []byte("startxref"))
+	if i < 0 {
+		return false
+	}
+	off, ok := pdfOffset(data[i+len("startxref"):])
+	seen := map[int64]bool{}
+	for ok {
+		if off < 0 || off >= int64(len(data)) {
+			return false // the library gives its own error
+		}
+		if seen[off] || len(seen) >= pdfMaxSections {
+			return true
+		}
+		seen[off] = true
+		sec := data[off:]
+		end := len(sec)
+		if j := bytes.Index(sec, []byte("startxref")); j >= 0 {
+			end = j
+		}
+		if !bytes.HasPrefix(bytes.TrimLeft(sec, " \t\r\n\f\x00"), []byte("xref")) {
+			if j := bytes.Index(sec[:end], []byte("stream")); j >= 0 {
+				end = j
+			}
+		}
+		p := bytes.Index(sec[:end], []byte("/Prev"))
+		if p < 0 {
+			return false
+		}
+		off, ok = pdfOffset(sec[p+len("/Prev") : end])
+	}
+	return false
+}
+
+// pdfOffset reads the integer after optional white space.
+func pdfOffset(b []byte) (int64, bool) {
+	b = bytes.TrimLeft(b, " \t\r\n\f\x00")
+	var n int64
+	digits := 0
+	for _, c := range b {
+		if c < '0' || c > '9' || digits > 18 {
+			break
+		}
+		n = n*10 + int64(c-'0')
+		digits++
+	}
+	return n, digits > 0
 }
 
 // normalizePDF works around two strictnesses of the library: it accepts

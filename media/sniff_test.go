@@ -105,7 +105,7 @@ func TestAZipBombNamedDocxIsRefusedWhenReadWithoutUnpackingItAll(t *testing.T) {
 	if !errors.Is(err, ErrRefused) || !errors.Is(err, extract.ErrTooLarge) {
 		t.Fatalf("ExtractText = %q, %v; want a refusal for size", text, err)
 	}
-	if want := "expands to more than 200 MB when unpacked; it may be damaged or a zip bomb"; !strings.Contains(err.Error(), want) {
+	if want := "expands to more than 100 MB when unpacked; it may be damaged or a zip bomb"; !strings.Contains(err.Error(), want) {
 		t.Errorf("message %q does not say %q", err.Error(), want)
 	}
 }

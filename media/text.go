@@ -20,7 +20,7 @@ const DefaultMaxChars = 200_000
 // so. A document without text (a scanned PDF) gives "" and no error.
 //
 // Reading stays within extract's limits (extract.Limits defaults: 20 million
-// characters, 200 MB unpacked from a DOCX whatever its ZIP headers claim,
+// characters, 100 MB unpacked from a DOCX whatever its ZIP headers claim,
 // 5,000 PDF pages): a decompression bomb is stopped there and refused. A
 // document that cannot be read, or that makes the reader run out of memory
 // or time or crash, gives an error wrapping ErrRefused whose message is for

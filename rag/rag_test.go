@@ -418,7 +418,7 @@ func TestFullTextLeavesOutWordsMostChunksHold(t *testing.T) {
 func pgvectorArg(v []float32) any { return pgvector.NewVector(v) }
 
 // zipBomb is a DOCX whose document.xml expands to more than the reader
-// accepts (200 MB) from a few hundred kilobytes.
+// accepts (100 MB) from a few hundred kilobytes.
 func zipBomb(t *testing.T) []byte {
 	t.Helper()
 	var buf bytes.Buffer
