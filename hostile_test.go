@@ -1,0 +1,393 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"weft/db"
+	"weft/internal/fakeollama"
+	"weft/internal/hostile"
+	"weft/internal/testenv"
+)
+
+// hostileFile is one file of the hostile corpus and whether Weft must
+// refuse it (mustFail) or may either read it or refuse it clearly.
+type hostileFile struct {
+	name     string
+	data     []byte
+	mustFail bool
+}
+
+// hostileCorpus is the corpus sent through every upload path: files
+// nobody on the team wrote by hand, built to hurt readers and decoders.
+func hostileCorpus() []hostileFile {
+	files := []hostileFile{
+		{"xref-bomb.pdf", hostile.XrefBomb(), true},
+		{"prev-loop.pdf", hostile.PrevLoop(), true},
+		{"cyclic-pages.pdf", hostile.CyclicPages(), true},
+		{"huge-length.pdf", hostile.HugeLength(), true},
+		{"deep-arrays.pdf", hostile.DeepPDF(100_000), true},
+		{"deep-dicts.pdf", hostile.DeepDictPDF(100_000), true},
+		{"deep-content.pdf", hostile.DeepContentPDF(100_000), false},
+		{"zip-bomb.docx", hostile.ZipBomb(1 << 30), true},
+		{"nested-zips.docx", hostile.NestedZipDOCX(8), false},
+		{"many-entries.docx", hostile.ManyEntriesDOCX(20_000), false},
+		{"deep.docx", hostile.DeepDOCX(100_000), false},
+		{"png-bomb.png", hostile.PNGBomb(), false},
+		{"png-huge.png", hostile.PNGHugeHeader(100_000, 100_000), true},
+		{"jpeg-huge.jpg", hostile.JPEGHugeHeader(), true},
+		{"gif-huge.gif", hostile.GIFHugeHeader(), true},
+		{"webp-huge.webp", hostile.WebPHugeHeader(), true},
+		{"polyglot.gif", hostile.GIFHTMLPolyglot(), false},
+		{"deep.html", hostile.DeepHTML(100_000), false},
+		{"invalid-utf8.txt", hostile.InvalidUTF8(), false},
+		{"utf16.txt", hostile.UTF16NoBOM("a text in UTF-16 without a byte order mark\n"), false},
+	}
+	names := make([]string, 0)
+	cases := hostile.MarkdownCases()
+	for n := range cases {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		files = append(files, hostileFile{"md-" + n + ".md", cases[n], false})
+	}
+	return files
+}
+
+// internals are words that must never reach a user's screen.
+var internals = regexp.MustCompile(`(?i)panic|goroutine|runtime\.|fatal error|/tmp/|/usr/|\.go:\d|SQLSTATE|pq:|exit status|signal: killed`)
+
+// TestHostileFilesThroughEveryUploadPathNeverTakeTheServerDown sends the
+// hostile corpus as composer attachments, knowledge-base uploads and an
+// import, against the real binary, while another user's answer streams:
+// the server stays up, its memory stays bounded, the other answer keeps
+// streaming and every file is either read or refused with a clear message.
+func TestHostileFilesThroughEveryUploadPathNeverTakeTheServerDown(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	fake := fakeollama.New(t)
+	p := startWeft(t, freeAddr(t), "DATABASE_URL="+testenv.URLFor(t, store), "OLLAMA_HOST="+fake.URL,
+		"WEFT_DEFAULT_MODEL=vision", "WEFT_ATTACH_MAX_BYTES=16777216")
+	pid := p.cmd.Process.Pid
+	alive := func(when string) {
+		t.Helper()
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("weft exited %s: %v\n%s", when, err, tail(p.logs.String()))
+		default:
+		}
+		r, err := http.Get(p.base + "/healthz")
+		if err != nil || r.StatusCode != 200 {
+			t.Fatalf("/healthz %s: %v", when, err)
+		}
+		r.Body.Close()
+	}
+
+	// Another user's answer streams all along.
+	bob := testenv.NewClient(t, p.base)
+	bob.Register("bob@example.com", "correct horse battery")
+	wsBob := regexp.MustCompile(`name="workspace_id" value="(\d+)"`).FindStringSubmatch(bob.Get("/").Body)
+	const tokens = 1500
+	r := bob.Post("/t", url.Values{"workspace_id": {wsBob[1]}, "content": {fmt.Sprintf("[[slow:20ms]][[tokens:%d]] a long story", tokens)}})
+	if r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("bob's send = %d", r.StatusCode)
+	}
+	gaps := followAnswer(t, bob, p.base, r.Header.Get("Location"))
+
+	alice := testenv.NewClient(t, p.base)
+	alice.Register("alice@example.com", "correct horse battery")
+	ws := regexp.MustCompile(`name="workspace_id" value="(\d+)"`).FindStringSubmatch(alice.Get("/").Body)[1]
+	corpus := hostileCorpus()
+
+	// 1. Composer attachments: one send per file.
+	for _, f := range corpus {
+		start := time.Now()
+		resp := postFiles(t, alice, "/t", url.Values{"workspace_id": {ws}, "content": {"read this"}, "model": {"vision"}},
+			"files", f.name, f.data)
+		alive("after attaching " + f.name)
+		t.Logf("attach %s: %d in %v", f.name, resp.StatusCode, time.Since(start).Round(time.Millisecond))
+		switch resp.StatusCode {
+		case http.StatusSeeOther:
+			if f.mustFail {
+				t.Errorf("%s was accepted as an attachment", f.name)
+			}
+		case http.StatusUnprocessableEntity, http.StatusRequestEntityTooLarge:
+			msg := visibleError(resp.Body)
+			if !strings.Contains(msg, f.name) || internals.MatchString(msg) {
+				t.Errorf("%s refused with an unclear message %q", f.name, msg)
+			}
+		default:
+			t.Errorf("attaching %s: status %d", f.name, resp.StatusCode)
+		}
+	}
+
+	// 2. Knowledge-base uploads: every file reaches ingestion on its own.
+	kr := alice.Post("/kb", url.Values{"name": {"Hostile"}, "embed_model": {"embedder"}})
+	var kb int64
+	if _, err := fmt.Sscanf(kr.Header.Get("Location"), "/kb/%d", &kb); err != nil {
+		t.Fatalf("create knowledge base: %d %q", kr.StatusCode, kr.Header.Get("Location"))
+	}
+	uploaded := map[string]bool{}
+	for _, f := range corpus {
+		start := time.Now()
+		resp := postFiles(t, alice, fmt.Sprintf("/kb/%d/upload", kb), nil, "files", f.name, f.data)
+		alive("after uploading " + f.name)
+		t.Logf("upload %s: %d in %v", f.name, resp.StatusCode, time.Since(start).Round(time.Millisecond))
+		if resp.StatusCode >= 500 {
+			t.Errorf("uploading %s: status %d", f.name, resp.StatusCode)
+		}
+		uploaded[f.name] = true
+	}
+	var aliceID int64
+	if err := store.Pool.QueryRow(context.Background(), `SELECT id FROM users WHERE email = 'alice@example.com'`).Scan(&aliceID); err != nil {
+		t.Fatal(err)
+	}
+	docs := settledDocuments(t, store, aliceID, kb, p)
+	for _, d := range docs {
+		f := corpusFile(corpus, d.Name)
+		switch {
+		case d.Status == db.DocFailed:
+			if d.Error == "" || internals.MatchString(d.Error) {
+				t.Errorf("document %s failed with an unclear message %q", d.Name, d.Error)
+			}
+		case f.mustFail:
+			t.Errorf("document %s is %s, want failed", d.Name, d.Status)
+		}
+	}
+	var attempts int
+	if err := store.Pool.QueryRow(context.Background(),
+		`SELECT coalesce(max(attempt), 0) FROM river_job WHERE kind = 'kb_ingest' AND state IN ('cancelled', 'discarded', 'completed')`).Scan(&attempts); err != nil {
+		t.Fatal(err)
+	}
+	if attempts > 1 {
+		t.Errorf("a hostile document was tried %d times: poison files must fail once", attempts)
+	}
+
+	// 3. An import carrying a pathological message of a million characters
+	// and JSON nested a hundred thousand deep.
+	huge := strings.Repeat("[a](", 250_000)
+	imp, _ := json.Marshal(map[string]any{
+		"format": "weft-thread", "version": 1, "title": "huge", "model": "tiny", "created_at": time.Now(),
+		"messages": []map[string]any{
+			{"id": 1, "role": "user", "content": huge, "status": "complete", "created_at": time.Now()},
+			{"id": 2, "parent": 1, "role": "assistant", "content": huge, "status": "complete", "created_at": time.Now()},
+		},
+	})
+	ir := postFiles(t, alice, "/import", nil, "file", "huge.json", imp)
+	alive("after importing a huge message")
+	if ir.StatusCode != http.StatusSeeOther {
+		t.Fatalf("import of a huge message = %d %s", ir.StatusCode, visibleError(ir.Body))
+	}
+	page := alice.Get(ir.Header.Get("Location"))
+	if page.StatusCode != 200 || !strings.Contains(page.Body, `data-testid="message"`) {
+		t.Fatalf("the imported thread does not open: %d", page.StatusCode)
+	}
+	deep := postFiles(t, alice, "/import", nil, "file", "deep.json", []byte(strings.Repeat("[", 100_000)))
+	alive("after importing deep JSON")
+	if deep.StatusCode != http.StatusUnprocessableEntity || internals.MatchString(visibleError(deep.Body)) {
+		t.Errorf("deep JSON import = %d %q", deep.StatusCode, visibleError(deep.Body))
+	}
+
+	// The other user's answer went on and ended complete.
+	select {
+	case g := <-gaps:
+		if g.err != nil {
+			t.Fatalf("bob's stream: %v", g.err)
+		}
+		if g.max > 10*time.Second {
+			t.Errorf("bob's answer stalled for %v while the hostile files were read", g.max)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("bob's answer did not finish")
+	}
+	status, content := latestAnswerOf(t, store, "bob@example.com")
+	if status != "complete" || strings.Count(content, "tok") != tokens {
+		t.Errorf("bob's answer is %s with %d tokens, want complete with %d", status, strings.Count(content, "tok"), tokens)
+	}
+	if hwm := peakRSS(t, pid); hwm > 1<<30 {
+		t.Errorf("weft's peak RSS was %d MB, budget 1024 MB", hwm>>20)
+	} else {
+		t.Logf("weft's peak RSS over the hostile corpus: %d MB", hwm>>20)
+	}
+	alive("at the end")
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}
+
+func corpusFile(corpus []hostileFile, name string) hostileFile {
+	for _, f := range corpus {
+		if f.name == name {
+			return f
+		}
+	}
+	return hostileFile{name: name}
+}
+
+// postFiles posts a multipart form with one file.
+func postFiles(t *testing.T, c *testenv.Client, path string, fields url.Values, field, name string, data []byte) testenv.Response {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, vs := range fields {
+		for _, v := range vs {
+			_ = mw.WriteField(k, v)
+		}
+	}
+	w, err := mw.CreateFormFile(field, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write(data)
+	_ = mw.Close()
+	req, err := http.NewRequest(http.MethodPost, c.Base+path, &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	return c.Send(req)
+}
+
+// visibleError is the text of the page's error elements (or the body).
+func visibleError(body string) string {
+	ms := regexp.MustCompile(`(?s)data-testid="error"[^>]*>(.*?)</`).FindAllStringSubmatch(body, -1)
+	if len(ms) == 0 {
+		return body
+	}
+	var parts []string
+	for _, m := range ms {
+		parts = append(parts, m[1])
+	}
+	return strings.Join(parts, " ")
+}
+
+// settledDocuments waits until no document of the knowledge base is being
+// ingested, checking the server stays up meanwhile.
+func settledDocuments(t *testing.T, store *db.DB, user, kb int64, p *proc) []db.Document {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		docs, err := store.Documents(context.Background(), user, kb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy := false
+		for _, d := range docs {
+			busy = busy || d.Status == db.DocQueued || d.Status == db.DocProcessing
+		}
+		if !busy {
+			return docs
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("weft exited while ingesting: %v\n%s", err, tail(p.logs.String()))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("documents still being ingested after 5 min: %+v", docs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func latestAnswerOf(t *testing.T, store *db.DB, email string) (status, content string) {
+	t.Helper()
+	err := store.Pool.QueryRow(context.Background(),
+		`SELECT m.status, m.content FROM messages m JOIN threads th ON th.id = m.thread_id JOIN users u ON u.id = th.owner_id
+		 WHERE u.email = $1 AND m.role = 'assistant' ORDER BY m.id DESC LIMIT 1`, email).Scan(&status, &content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, content
+}
+
+type streamGaps struct {
+	max time.Duration
+	err error
+}
+
+// followAnswer opens the event stream of the answer on the thread page at
+// loc and reports the longest silence between its events when it ends.
+func followAnswer(t *testing.T, c *testenv.Client, base, loc string) <-chan streamGaps {
+	t.Helper()
+	path, _, _ := strings.Cut(loc, "#")
+	page := c.Get(path)
+	m := regexp.MustCompile(`/runs/(\d+)/events`).FindStringSubmatch(page.Body)
+	if m == nil {
+		t.Fatalf("no event stream on %s", path)
+	}
+	run, _ := strconv.ParseInt(m[1], 10, 64)
+	out := make(chan streamGaps, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/runs/%d/events", base, run), nil)
+		hc := *c.HTTP // its cookie jar, without a timeout
+		hc.Timeout = 0
+		resp, err := hc.Do(req)
+		if err != nil {
+			out <- streamGaps{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			out <- streamGaps{err: fmt.Errorf("status %d", resp.StatusCode)}
+			return
+		}
+		var g streamGaps
+		last := time.Now()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.HasPrefix(line, "event:") {
+				continue
+			}
+			now := time.Now()
+			g.max = max(g.max, now.Sub(last))
+			last = now
+			if strings.TrimSpace(strings.TrimPrefix(line, "event:")) == "done" {
+				break
+			}
+		}
+		out <- g
+	}()
+	return out
+}
+
+// peakRSS is the process's peak resident set (VmHWM).
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
+}
