@@ -50,6 +50,9 @@ import (
 // past the budget is shown as plain escaped code.
 const maxHighlightBytes = 32 << 10
 
+// maxHighlightBlocks caps the code blocks of one message run through chroma.
+const maxHighlightBlocks = 24
+
 // maxLangLabel caps the info-string language shown in a code block's header.
 const maxLangLabel = 32
 
@@ -186,7 +189,7 @@ func RenderMarkdown(src string) string {
 	raw := getMarkdownBuf()
 	defer putMarkdownBuf(raw)
 	pc := parser.NewContext()
-	pc.Set(highlightBudgetKey, &highlightBudget{left: maxHighlightBytes})
+	pc.Set(highlightBudgetKey, &highlightBudget{left: maxHighlightBytes, blocks: maxHighlightBlocks})
 	for _, part := range markdownParts(capNesting([]byte(src))) {
 		if partHook != nil {
 			partHook(part)
@@ -224,8 +227,9 @@ var renders atomic.Int64
 // RenderCount is how many texts RenderMarkdown has rendered in this process.
 func RenderCount() int64 { return renders.Load() }
 
-// highlightBudget is what chroma may still lex of one message's code.
-type highlightBudget struct{ left int }
+// highlightBudget is what chroma may still lex of one message's code: bytes,
+// and blocks (each costs chroma ~1 ms of set-up whatever its size).
+type highlightBudget struct{ left, blocks int }
 
 var highlightBudgetKey = parser.NewContextKey()
 
@@ -320,11 +324,12 @@ func (codeBlockGuard) Transform(doc *ast.Document, _ text.Reader, pc parser.Cont
 			size += seg.Stop - seg.Start
 		}
 		budget, _ := pc.Get(highlightBudgetKey).(*highlightBudget)
-		if size > maxHighlightBytes || (budget != nil && size > budget.left) {
+		if size > maxHighlightBytes || (budget != nil && (size > budget.left || budget.blocks == 0)) {
 			fcb.SetAttributeString("nohl", true)
 		} else {
 			if budget != nil {
 				budget.left -= size
+				budget.blocks--
 			}
 			fcb.SetAttributeString("weft", true)
 		}

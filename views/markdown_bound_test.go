@@ -152,6 +152,13 @@ func TestRenderMarkdownHighlightsAtMostTheBudgetInAll(t *testing.T) {
 	}
 }
 
+func TestRenderMarkdownHighlightsAtMostSoManyBlocks(t *testing.T) {
+	out := RenderMarkdown(strings.Repeat("```go\nvar x = 1\n```\n\n", 2*maxHighlightBlocks))
+	if got := strings.Count(out, `<pre class="chroma"><code class="language-go">`); got != maxHighlightBlocks {
+		t.Errorf("%d of %d small blocks left plain, want %d", got, 2*maxHighlightBlocks, maxHighlightBlocks)
+	}
+}
+
 func BenchmarkRenderMarkdownPathological(b *testing.B) {
 	for _, p := range pathological {
 		for _, n := range []int{40 << 10, 160 << 10} {
