@@ -75,6 +75,12 @@ type Config struct {
 	// Answered is told about every completed answer (automatic read-aloud
 	// and images); it must not block.
 	Answered func(user, thread, msg int64)
+	// Finalized is given every answer a run settles (complete, failed,
+	// stopped or interrupted) once it is stored, before the run's watchers
+	// are told; Weft renders the answer there and keeps its HTML (chat does
+	// not render: views sits above it). Rendering is bounded (linear in the
+	// answer), so it may run inline. nil: nothing is kept, pages render.
+	Finalized func(ctx context.Context, user int64, m db.Message)
 }
 
 // BlobReader reads stored files by content hash.
@@ -477,6 +483,8 @@ func (rt *Runtime) finish(ctx context.Context, lr *liveRun, r db.Run, fin db.Fin
 	if err != nil {
 		msg = db.Message{ID: lr.msgID, ThreadID: r.ThreadID, Role: "assistant", Content: fin.Content,
 			Status: fin.MsgStatus, Error: fin.Error}
+	} else if rt.cfg.Finalized != nil {
+		rt.cfg.Finalized(wctx, r.OwnerID, msg)
 	}
 	lr.end(msg)
 	rt.mu.Lock()

@@ -21,6 +21,7 @@ type runStore interface {
 	Branches(ctx context.Context, user, thread int64, msgs []db.Message) (map[int64]db.Branch, error)
 	Steps(ctx context.Context, user, run int64) ([]db.Step, error)
 	StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map[int64]db.RunSteps, error)
+	bodyStore
 }
 
 type runtime interface {
@@ -298,7 +299,9 @@ func (h *runs) sendFinal(ctx context.Context, es *eventStream, user int64, m db.
 			v.AwaitTitle = t.TitleState == "provisional" || h.firstAnswer(ctx, user, m)
 		}
 	}
-	return es.sendComponent(ctx, views.EventDone, views.MessageItem(v))
+	vs := []views.MessageView{v}
+	fillBodies(ctx, h.store, user, vs)
+	return es.sendComponent(ctx, views.EventDone, views.MessageItem(vs[0]))
 }
 
 // firstAnswer reports whether m answers the thread's first message.

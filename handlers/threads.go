@@ -48,6 +48,7 @@ type threadStore interface {
 	StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map[int64]db.RunSteps, error)
 	Attachments(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Attachment, error)
 	MediaOf(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Media, error)
+	bodyStore
 	MediaByID(ctx context.Context, user, id int64) (db.Media, error)
 	AddImageRequest(ctx context.Context, user, thread int64, prompt, answer, engine string) (db.Sent, db.Media, error)
 }
@@ -450,6 +451,7 @@ func (h *threads) messageViews(ctx context.Context, user int64, t db.Thread, msg
 		}
 		out[i].Attachments, out[i].Media = files[m.ID], generated[m.ID]
 	}
+	fillBodies(ctx, h.store, user, out)
 	return out, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/a-h/templ"
@@ -43,10 +44,14 @@ import (
 // Both the goldmark instance and the policy are built once and are safe for
 // concurrent use.
 
-// maxHighlightBytes caps the size of a fenced code block that is run through
-// chroma. Chroma's lexers use backtracking regexps (bounded by a 250 ms
-// per-match timeout); larger blocks are shown as plain escaped code.
-const maxHighlightBytes = 64 << 10
+// maxHighlightBytes caps the code of one message that is run through
+// chroma, in one block and in all. Chroma's lexers use backtracking regexps
+// (bounded by a 250 ms per-match timeout) and cost ~10 µs a byte; the code
+// past the budget is shown as plain escaped code.
+const maxHighlightBytes = 32 << 10
+
+// maxHighlightBlocks caps the code blocks of one message run through chroma.
+const maxHighlightBlocks = 24
 
 // maxLangLabel caps the info-string language shown in a code block's header.
 const maxLangLabel = 32
@@ -171,24 +176,62 @@ func putMarkdownBuf(b *bytes.Buffer) {
 // checkboxes and the type="button" copy buttons of code blocks),
 // event-handler, style or htmx attributes, and only http(s)/mailto URLs.
 // The result contains no newline characters (they are written as &#10;).
+// Its cost is linear in len(src) (see markdown_guard.go); past
+// maxMarkdownBytes the text is shown as it is, escaped.
 func RenderMarkdown(src string) string {
 	if strings.TrimSpace(src) == "" {
 		return ""
 	}
+	renders.Add(1)
+	if len(src) > maxMarkdownBytes {
+		return plainTextHTML(src)
+	}
 	raw := getMarkdownBuf()
 	defer putMarkdownBuf(raw)
-	if err := markdown.Convert([]byte(src), raw); err != nil {
-		// goldmark only fails when the writer does; fall back to text.
-		return newlineEscaper.Replace(templ.EscapeString(src))
+	pc := parser.NewContext()
+	pc.Set(highlightBudgetKey, &highlightBudget{left: maxHighlightBytes, blocks: maxHighlightBlocks})
+	for _, part := range markdownParts(capNesting([]byte(src))) {
+		if partHook != nil {
+			partHook(part)
+		}
+		if err := markdown.Convert(part, raw, parser.WithContext(pc)); err != nil {
+			// goldmark only fails when the writer does; fall back to text.
+			return plainTextHTML(src)
+		}
+		// A part's reference definitions, footnotes and ids stay in it;
+		// only the highlighting budget carries over.
+		budget := pc.Get(highlightBudgetKey)
+		pc = parser.NewContext()
+		pc.Set(highlightBudgetKey, budget)
 	}
 	clean := getMarkdownBuf()
 	defer putMarkdownBuf(clean)
 	if err := markdownPolicy.SanitizeReaderToWriter(raw, clean); err != nil {
-		return newlineEscaper.Replace(templ.EscapeString(src))
+		return plainTextHTML(src)
 	}
 	// Drop goldmark's final newline; the rest become character references.
 	return markdownFinish.Replace(strings.TrimRight(clean.String(), "\n"))
 }
+
+// plainTextHTML shows text as it is: escaped, in a block that keeps its
+// line breaks (.plain-text is white-space: pre-wrap), newlines written as
+// character references like every rendering.
+func plainTextHTML(src string) string {
+	return `<div class="plain-text">` + newlineEscaper.Replace(templ.EscapeString(src)) + `</div>`
+}
+
+// renders counts the calls of RenderMarkdown that rendered something, so a
+// test can tell a stored rendering from a new one.
+var renders atomic.Int64
+
+// RenderCount is how many texts RenderMarkdown has rendered in this process.
+func RenderCount() int64 { return renders.Load() }
+
+// highlightBudget is what chroma may still lex of one message's code: bytes,
+// and blocks (each costs chroma ~1 ms of set-up whatever its size).
+type highlightBudget struct{ left, blocks int }
+
+var highlightBudgetKey = parser.NewContextKey()
 
 // Markdown is RenderMarkdown as a templ component.
 func Markdown(src string) templ.Component {
@@ -262,7 +305,7 @@ func langClass(lang []byte) string {
 // change the markup; blocks too large to lex safely get "nohl".
 type codeBlockGuard struct{}
 
-func (codeBlockGuard) Transform(doc *ast.Document, _ text.Reader, _ parser.Context) {
+func (codeBlockGuard) Transform(doc *ast.Document, _ text.Reader, pc parser.Context) {
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
 			return ast.WalkContinue, nil
@@ -280,9 +323,14 @@ func (codeBlockGuard) Transform(doc *ast.Document, _ text.Reader, _ parser.Conte
 			seg := lines.At(i)
 			size += seg.Stop - seg.Start
 		}
-		if size > maxHighlightBytes {
+		budget, _ := pc.Get(highlightBudgetKey).(*highlightBudget)
+		if size > maxHighlightBytes || (budget != nil && (size > budget.left || budget.blocks == 0)) {
 			fcb.SetAttributeString("nohl", true)
 		} else {
+			if budget != nil {
+				budget.left -= size
+				budget.blocks--
+			}
 			fcb.SetAttributeString("weft", true)
 		}
 		return ast.WalkSkipChildren, nil

@@ -732,7 +732,7 @@ func finalMessage(v MessageView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = MarkdownWithCitations(v.Message.Content, v.Message.ID, metaOf(v.Message).Sources).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = answerBody(v).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -97,6 +97,9 @@ type MessageView struct {
 	// audio and images of an answer.
 	Attachments []db.Attachment
 	Media       []db.Media
+	// Body is the answer's stored rendering (MessageBodyHTML, of this
+	// RendererVersion); empty: rendered now.
+	Body string
 }
 
 // ThreadPage is the main column of /t/{id}.

@@ -83,6 +83,9 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 	}
 	ms.SetQueue(kb)
 	o.Chat.Blobs, o.Chat.Answered = ms.Blobs, ms.Answered
+	if o.Chat.Finalized == nil {
+		o.Chat.Finalized = handlers.StoreRenderings(store)
+	}
 	o.Chat.Retriever = kb
 	if o.Agent.DataDir == "" {
 		o.Agent.DataDir = t.TempDir()

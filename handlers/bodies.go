@@ -1,0 +1,71 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"weft/db"
+	"weft/views"
+)
+
+// bodyStore keeps the rendered HTML of final answers, so that markdown is
+// rendered once per answer (and renderer version), not on every page view.
+type bodyStore interface {
+	RenderedBodies(ctx context.Context, user int64, ids []int64, version int) (map[int64]string, error)
+	StoreRenderedBody(ctx context.Context, user, id int64, updatedAt time.Time, version int, html string) error
+}
+
+// fillBodies gives each final answer among vs its stored rendering, and
+// renders and stores those that have none of this renderer version (an
+// answer from before the version, an import, an interrupted run). A store
+// that fails only costs a render.
+func fillBodies(ctx context.Context, s bodyStore, user int64, vs []views.MessageView) {
+	var ids []int64
+	for _, v := range vs {
+		if v.Run == nil && views.HasStoredBody(v.Message) {
+			ids = append(ids, v.Message.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	stored, err := s.RenderedBodies(ctx, user, ids, views.RendererVersion)
+	if err != nil {
+		slog.Warn("read rendered answers", "user", user, "err", err)
+		stored = map[int64]string{}
+	}
+	for i, v := range vs {
+		if v.Run != nil || !views.HasStoredBody(v.Message) {
+			continue
+		}
+		if html, ok := stored[v.Message.ID]; ok {
+			vs[i].Body = html
+			continue
+		}
+		vs[i].Body = renderAndStore(ctx, s, user, v.Message)
+	}
+}
+
+// renderAndStore renders a final answer and keeps the result.
+func renderAndStore(ctx context.Context, s bodyStore, user int64, m db.Message) string {
+	html := views.MessageBodyHTML(m)
+	if html == "" {
+		return "" // nothing worth a write
+	}
+	if err := s.StoreRenderedBody(ctx, user, m.ID, m.UpdatedAt, views.RendererVersion, html); err != nil {
+		slog.Warn("store rendered answer", "message", m.ID, "err", err)
+	}
+	return html
+}
+
+// StoreRenderings is chat.Config.Finalized: it renders an answer as it
+// becomes final and keeps the HTML, before the answer's watchers are told
+// (so the stream's final event and later page views use the stored HTML).
+func StoreRenderings(store *db.DB) func(ctx context.Context, user int64, m db.Message) {
+	return func(ctx context.Context, user int64, m db.Message) {
+		if views.HasStoredBody(m) {
+			renderAndStore(ctx, store, user, m)
+		}
+	}
+}

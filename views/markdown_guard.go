@@ -1,0 +1,286 @@
+package views
+
+import (
+	"bytes"
+	"regexp"
+)
+
+// Rendering cost. goldmark takes time quadratic in the size of some
+// constructs and cannot be interrupted: a line of "[a](" scans to the end
+// of the line for every "(" (40 KB: ~1 s, 160 KB: ~19 s), a run of
+// unmatched "[" or emphasis delimiters is walked for every closer, ">"
+// nesting is quadratic in its depth, and chroma lexes at ~10 µs a byte.
+// The guards below make the cost of a render linear in its input, with a
+// small constant, whatever the input:
+//
+//   - past maxMarkdownBytes the text is not markdown at all: it is shown
+//     escaped and pre-wrapped (plainTextHTML);
+//   - a line opening more than maxMarkdownNesting block quotes or list
+//     items keeps the first ones (capNesting);
+//   - a longer text is parsed in parts (markdownParts): blocks, separated
+//     by blank lines, grouped up to mdGroup bytes; a block longer than
+//     mdLongBlock is cut at line ends into parts of at most mdPart bytes,
+//     repeating a table's header rows in every part. goldmark's work on a
+//     part is bounded by a function of the part's size, the parts are at
+//     most mdGroup bytes and together at most 1.5× the input, so the total
+//     is linear. A top-level fenced code block is kept whole: its lines are
+//     not parsed inline, so goldmark's work on it is linear;
+//   - chroma highlights at most maxHighlightBytes of code in one message;
+//     the rest is shown as plain escaped code.
+//
+// The same idea guards rag's Markdown reader (rag/read_markdown_cut.go,
+// capNesting in rag/read_markdown.go); this is a copy sized for rendering
+// (smaller parts: a page view cannot wait seconds) and with fenced code kept
+// whole (a code block split in parts would get several copy buttons).
+// TODO(lead): one shared guard once rag's readers have moved to extract.
+const (
+	maxMarkdownBytes   = 256 << 10
+	maxMarkdownNesting = 16
+	mdWhole            = 8 << 10 // texts up to this size are parsed in one go
+	mdGroup            = 8 << 10
+	mdLongBlock        = 2 << 10
+	mdPart             = 1 << 10
+)
+
+// partHook, when set (by tests), sees every part handed to goldmark.
+var partHook func(part []byte)
+
+// markdownParts cuts markdown into parts that goldmark parses in bounded
+// time each.
+func markdownParts(src []byte) [][]byte {
+	if len(src) <= mdWhole {
+		return [][]byte{src}
+	}
+	var out [][]byte
+	start := 0 // of the current group
+	for _, b := range mdBlocks(src) {
+		block := src[b.start:b.end]
+		if b.fence || b.end-b.start > mdLongBlock {
+			if b.start > start {
+				out = append(out, src[start:b.start])
+			}
+			if b.fence {
+				out = append(out, block)
+			} else {
+				out = append(out, cutBlock(block)...)
+			}
+			start = b.end
+			continue
+		}
+		if b.end-start > mdGroup && b.start > start {
+			out = append(out, src[start:b.start])
+			start = b.start
+		}
+	}
+	if start < len(src) {
+		out = append(out, src[start:])
+	}
+	return out
+}
+
+type mdBlock struct {
+	start, end int
+	// fence: the block is one top-level fenced code block, from its opening
+	// fence (at the start of a line, after a blank line or at the start of
+	// the text) through its closing fence (or the end of the text).
+	fence bool
+}
+
+// mdBlocks returns the blocks of src: runs of lines ended by a blank line,
+// where a top-level fenced code block is one block whatever it holds.
+//
+// The fence rules are CommonMark's, as goldmark applies them: an opener of
+// three or more backticks (with no backtick in its info string) or tildes,
+// here only at column 0 after a blank line, so that it cannot belong to a
+// list item or a paragraph; a closer of the same character, at least as
+// long, indented by at most three spaces, followed by nothing but spaces.
+// If this scanner saw a fence where goldmark does not, a long block of
+// inline markdown would reach goldmark whole; hence the strict opener.
+func mdBlocks(src []byte) []mdBlock {
+	var out []mdBlock
+	start := 0
+	var fence []byte // the open fence's marker, nil outside fenced code
+	for i := 0; i < len(src); {
+		end := len(src)
+		if j := bytes.IndexByte(src[i:], '\n'); j >= 0 {
+			end = i + j + 1
+		}
+		line := src[i:end]
+		switch {
+		case fence != nil:
+			if isFenceCloser(line, fence) {
+				out = append(out, mdBlock{start, end, true})
+				start, fence = end, nil
+			}
+		case i == start && fenceOpener(line) != nil:
+			fence = fenceOpener(line)
+		case len(bytes.TrimSpace(line)) == 0:
+			out = append(out, mdBlock{start: start, end: end})
+			start = end
+		}
+		i = end
+	}
+	if start < len(src) {
+		out = append(out, mdBlock{start, len(src), fence != nil})
+	}
+	return out
+}
+
+// fenceOpener is the marker of a fenced code block that line opens at
+// column 0, or nil.
+func fenceOpener(line []byte) []byte {
+	if len(line) < 3 || (line[0] != '`' && line[0] != '~') {
+		return nil
+	}
+	n := 0
+	for n < len(line) && line[n] == line[0] {
+		n++
+	}
+	if n < 3 || (line[0] == '`' && bytes.IndexByte(line[n:], '`') >= 0) {
+		return nil
+	}
+	return line[:n]
+}
+
+// isFenceCloser reports whether line closes the fence opened by marker.
+func isFenceCloser(line, marker []byte) bool {
+	i := 0
+	for i < 3 && i < len(line) && line[i] == ' ' {
+		i++
+	}
+	n := 0
+	for i+n < len(line) && line[i+n] == marker[0] {
+		n++
+	}
+	if n < len(marker) {
+		return false
+	}
+	return len(bytes.Trim(line[i+n:], " \t\r\n")) == 0
+}
+
+var tableDelimiter = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
+
+// cutBlock cuts one long block at line ends (and a line longer than mdPart
+// at a space near its end, else anywhere outside a UTF-8 sequence) into
+// parts of at most mdPart bytes (plus a repeated table header).
+func cutBlock(block []byte) [][]byte {
+	lines := bytes.SplitAfter(block, []byte("\n"))
+	var head []byte // a table's header rows, repeated at the start of parts
+	if len(lines) > 2 && bytes.Contains(lines[0], []byte("|")) && len(lines[0])+len(lines[1]) <= mdPart/2 &&
+		tableDelimiter.Match(bytes.TrimRight(lines[1], "\r\n")) {
+		head = append(append([]byte(nil), lines[0]...), lines[1]...)
+		lines = lines[2:]
+	}
+	var out [][]byte
+	var part []byte
+	flush := func() {
+		if len(part) > 0 {
+			p := make([]byte, 0, len(head)+len(part)+1)
+			p = append(append(p, head...), part...)
+			if p[len(p)-1] != '\n' {
+				p = append(p, '\n')
+			}
+			out = append(out, p)
+		}
+		part = nil
+	}
+	for _, line := range lines {
+		for len(line) > mdPart {
+			flush()
+			cut := mdPart
+			if sp := bytes.LastIndexByte(line[mdPart/2:mdPart], ' '); sp >= 0 {
+				cut = mdPart/2 + sp + 1
+			}
+			for cut > 0 && line[cut]&0xc0 == 0x80 { // not inside a UTF-8 sequence
+				cut--
+			}
+			part = line[:cut]
+			flush()
+			line = line[cut:]
+		}
+		if len(part)+len(line) > mdPart {
+			flush()
+		}
+		part = append(part, line...)
+	}
+	flush()
+	return out
+}
+
+// capNesting rewrites the rare line that opens more than maxMarkdownNesting
+// containers, keeping the first ones and the line's text (the same guard as
+// rag's reader, see the comment above).
+func capNesting(src []byte) []byte {
+	var out []byte // nil while nothing changed
+	start := 0
+	for start < len(src) {
+		end := len(src)
+		if j := bytes.IndexByte(src[start:], '\n'); j >= 0 {
+			end = start + j + 1
+		}
+		line := src[start:end]
+		if cut, rest := containerPrefix(line); rest > cut {
+			if out == nil {
+				out = append(make([]byte, 0, len(src)), src[:start]...)
+			}
+			out = append(append(out, line[:cut]...), line[rest:]...)
+		} else if out != nil {
+			out = append(out, line...)
+		}
+		start = end
+	}
+	if out == nil {
+		return src
+	}
+	return out
+}
+
+// containerPrefix scans the block quote and list markers that start a line.
+// If there are more than maxMarkdownNesting, cut is the offset after the
+// last one to keep and rest the offset after all of them; otherwise both
+// are 0.
+func containerPrefix(line []byte) (cut, rest int) {
+	depth, i := 0, 0
+scan:
+	for {
+		j := i
+		for k := 0; k < 3 && j < len(line) && line[j] == ' '; k++ {
+			j++
+		}
+		if j >= len(line) {
+			break
+		}
+		switch c := line[j]; {
+		case c == '>':
+			j++
+		case c == '-' || c == '+' || c == '*':
+			j++
+			if j >= len(line) || (line[j] != ' ' && line[j] != '\t') {
+				break scan
+			}
+		case c >= '0' && c <= '9':
+			d := j
+			for j < len(line) && j-d < 9 && line[j] >= '0' && line[j] <= '9' {
+				j++
+			}
+			if j+1 >= len(line) || (line[j] != '.' && line[j] != ')') || (line[j+1] != ' ' && line[j+1] != '\t') {
+				break scan
+			}
+			j++
+		default:
+			break scan
+		}
+		if j < len(line) && (line[j] == ' ' || line[j] == '\t') {
+			j++
+		}
+		depth++
+		if depth == maxMarkdownNesting {
+			cut = j
+		}
+		i = j
+	}
+	if depth > maxMarkdownNesting {
+		return cut, i
+	}
+	return 0, 0
+}
