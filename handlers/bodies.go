@@ -47,11 +47,23 @@ func fillBodies(ctx context.Context, s bodyStore, user int64, vs []views.Message
 	}
 }
 
-// renderAndStore renders a final answer and keeps the result.
+// chromaTimeout is the match timeout chroma gives every regexp of its
+// lexers (regexp.go in chroma v2): a match cut by it silently changes the
+// highlighting. On a loaded machine a render can hit it, so a rendering
+// with code that took that long is shown but not kept.
+const chromaTimeout = 250 * time.Millisecond
+
+// renderAndStore renders a final answer and keeps the result, unless it
+// holds code and took long enough that chroma may have cut a match.
 func renderAndStore(ctx context.Context, s bodyStore, user int64, m db.Message) string {
+	start := time.Now()
 	html := views.MessageBodyHTML(m)
 	if html == "" {
 		return "" // nothing worth a write
+	}
+	if time.Since(start) >= chromaTimeout*4/5 && views.HasCode(m.Content) {
+		slog.Info("a slow rendering with code is not kept", "message", m.ID, "took", time.Since(start))
+		return html
 	}
 	if err := s.StoreRenderedBody(ctx, user, m.ID, m.UpdatedAt, views.RendererVersion, html); err != nil {
 		slog.Warn("store rendered answer", "message", m.ID, "err", err)

@@ -3,6 +3,7 @@ package views
 import (
 	"bytes"
 	"context"
+	"strings"
 
 	"github.com/a-h/templ"
 
@@ -24,6 +25,12 @@ func MessageBodyHTML(m db.Message) string {
 	// Rendering to a buffer cannot fail.
 	_ = MarkdownWithCitations(m.Content, m.ID, metaOf(m).Sources).Render(context.Background(), &b)
 	return b.String()
+}
+
+// HasCode reports whether markdown may hold a fenced code block, which
+// chroma highlights.
+func HasCode(src string) bool {
+	return strings.Contains(src, "```") || strings.Contains(src, "~~~")
 }
 
 // HasStoredBody reports whether a message's body is worth storing: an
