@@ -61,8 +61,8 @@ const (
 	msgSignupLimited = "Too many accounts were created from your address. Try again in an hour."
 	msgSignupClosed  = "Sign-up is closed on this server."
 	msgSetupToken    = "Enter the setup token printed in the server's log at start-up."
-	minPassword    = 8
-	maxPassword    = 1024
+	minPassword      = 8
+	maxPassword      = 1024
 )
 
 func (a *auth) showRegister(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	goruntime "runtime"
 	"time"
 )
@@ -20,6 +21,8 @@ const msgHashBusy = "The server is busy. Wait a moment and try again."
 type hashPool struct {
 	slots chan struct{}
 	wait  time.Duration
+
+	done, running, peak atomic.Int64 // for tests: work done and its concurrency
 }
 
 // newHashPool makes a pool of n slots (GOMAXPROCS, at least 2, when n ≤ 0)
@@ -35,16 +38,25 @@ func newHashPool(n int, wait time.Duration) *hashPool {
 }
 
 func (p *hashPool) do(ctx context.Context, f func()) error {
-	t := time.NewTimer(p.wait)
-	defer t.Stop()
 	select {
-	case p.slots <- struct{}{}:
-	case <-t.C:
-		return errHashBusy
-	case <-ctx.Done():
-		return ctx.Err()
+	case p.slots <- struct{}{}: // a free slot is taken even when wait is tiny
+	default:
+		t := time.NewTimer(p.wait)
+		defer t.Stop()
+		select {
+		case p.slots <- struct{}{}:
+		case <-t.C:
+			return errHashBusy
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	defer func() { <-p.slots }()
+	n := p.running.Add(1)
+	for old := p.peak.Load(); n > old && !p.peak.CompareAndSwap(old, n); old = p.peak.Load() {
+	}
+	defer p.running.Add(-1)
+	p.done.Add(1)
 	f()
 	return nil
 }

@@ -70,6 +70,7 @@ type Server struct {
 	router       chi.Routes
 	metrics      http.Handler
 	streams      *streamRegistry
+	hashes       *hashPool
 	sessionStore *pgxstore.PostgresStore
 	closing      chan struct{}
 	closeOnce    sync.Once
@@ -93,6 +94,13 @@ func (s *Server) Routes() []string {
 // Metrics serves /metrics (behind the metrics token, when one is set), for
 // the separate listener of WEFT_METRICS_ADDR.
 func (s *Server) Metrics() http.Handler { return s.metrics }
+
+// PasswordHashes reports how many password hashes and checks ran, and the
+// most that ever ran at once (a test hook for the bounded pool).
+func (s *Server) PasswordHashes() (done, peak int64) { return s.hashes.done.Load(), s.hashes.peak.Load() }
+
+// OpenStreams counts the event streams open on this server (a test hook).
+func (s *Server) OpenStreams() int { return s.streams.count() }
 
 // Close stops the background work the server started (session clean-up).
 func (s *Server) Close() {
@@ -135,8 +143,9 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := newMetrics(reg)
 
+	hashes := newHashPool(cfg.HashSlots, cfg.HashWait)
 	a := &auth{store: store, sessions: sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
-		hashes: newHashPool(cfg.HashSlots, cfg.HashWait), streams: streams}
+		hashes: hashes, streams: streams}
 	closing := make(chan struct{})
 	sh := &shell{store: store, sessions: sessions, models: rt.Models()}
 	hm := &home{shell: sh, store: store, media: med}
@@ -286,7 +295,7 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 		r.Get("/runs/{id}/events", rn.events)
 	})
 
-	return &Server{Handler: r, router: r, metrics: metricsHandler, streams: streams, sessionStore: sessionStore, closing: closing}
+	return &Server{Handler: r, router: r, metrics: metricsHandler, streams: streams, hashes: hashes, sessionStore: sessionStore, closing: closing}
 }
 
 // staticFiles serves the embedded files. They are small and change with the

@@ -88,3 +88,13 @@ func (s *streamRegistry) sessions() []string {
 	}
 	return out
 }
+
+func (s *streamRegistry) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.perUser {
+		n += c
+	}
+	return n
+}
