@@ -136,3 +136,14 @@ func consumeSetupToken(ctx context.Context, tx pgx.Tx, token string) error {
 	}
 	return nil
 }
+
+// LiveSessions returns which of the given session tokens still name an
+// unexpired session (scs's table): streams of the others are ended, which
+// carries a logout on one instance to the streams open on another.
+func (d *DB) LiveSessions(ctx context.Context, tokens []string) ([]string, error) {
+	rows, err := d.Pool.Query(ctx, "SELECT token FROM sessions WHERE token = ANY($1) AND expiry > now()", tokens)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

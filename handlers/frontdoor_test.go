@@ -457,3 +457,30 @@ func TestTheFirstAccountNeedsTheSetupTokenOnlyWhenOneWasIssued(t *testing.T) {
 	}
 	testenv.NewClient(t, app.TS.URL).Register("member@example.com", password)
 }
+
+func TestALogoutOnOneInstanceEndsTheSessionsStreamsOnAnother(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	a := testenv.Start(t, store, testenv.Options{})
+	b := testenv.Start(t, store, testenv.Options{HTTP: handlers.Config{StreamSweep: 100 * time.Millisecond}})
+	ca := testenv.NewClient(t, a.TS.URL)
+	ca.Register("roaming@example.com", password)
+	_, run := slowThread(t, a, ca)
+	cb := testenv.NewClient(t, b.TS.URL)
+	cb.HTTP.Jar = ca.HTTP.Jar // one browser, a load balancer in front
+	status, body, closeStream := openStream(t, cb, run)
+	defer closeStream()
+	if status != http.StatusOK {
+		t.Fatalf("stream on the second instance = %d", status)
+	}
+	ended := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, body); close(ended) }()
+	if r := ca.Post("/logout", nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout = %d", r.StatusCode)
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other instance's stream kept running 5 s after logout")
+	}
+}

@@ -3,8 +3,8 @@ package handlers
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	goruntime "runtime"
+	"sync/atomic"
 	"time"
 )
 

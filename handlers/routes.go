@@ -57,6 +57,9 @@ type Config struct {
 	// caller queueing at most HashWait (default 5 s) before a 503.
 	HashSlots int
 	HashWait  time.Duration
+	// StreamSweep is how often open event streams are checked against the
+	// session table, so a logout on another instance ends them (10 s).
+	StreamSweep time.Duration
 }
 
 // sessionCookieName is the session cookie's name over plain HTTP; with an
@@ -97,7 +100,9 @@ func (s *Server) Metrics() http.Handler { return s.metrics }
 
 // PasswordHashes reports how many password hashes and checks ran, and the
 // most that ever ran at once (a test hook for the bounded pool).
-func (s *Server) PasswordHashes() (done, peak int64) { return s.hashes.done.Load(), s.hashes.peak.Load() }
+func (s *Server) PasswordHashes() (done, peak int64) {
+	return s.hashes.done.Load(), s.hashes.peak.Load()
+}
 
 // OpenStreams counts the event streams open on this server (a test hook).
 func (s *Server) OpenStreams() int { return s.streams.count() }
@@ -137,6 +142,9 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 		cfg.MaxStreamsPerUser = 20
 	}
 	streams := newStreamRegistry(cfg.MaxStreamsPerUser)
+	if cfg.StreamSweep == 0 {
+		cfg.StreamSweep = 10 * time.Second
+	}
 	sessions.ErrorFunc = serverError
 
 	reg := prometheus.NewRegistry()
@@ -295,6 +303,7 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 		r.Get("/runs/{id}/events", rn.events)
 	})
 
+	go streams.sweep(store.LiveSessions, cfg.StreamSweep, closing)
 	return &Server{Handler: r, router: r, metrics: metricsHandler, streams: streams, hashes: hashes, sessionStore: sessionStore, closing: closing}
 }
 

@@ -2,7 +2,10 @@ package handlers
 
 import (
 	"context"
+	"log/slog"
+	"slices"
 	"sync"
+	"time"
 )
 
 const msgTooManyStreams = "Too many live views are open for your account. Close some tabs and reload."
@@ -97,4 +100,34 @@ func (s *streamRegistry) count() int {
 		n += c
 	}
 	return n
+}
+
+// sweep ends, every interval until stop closes, the streams whose session
+// no longer exists: destroyed by a logout on another instance, or expired.
+func (s *streamRegistry) sweep(live func(ctx context.Context, tokens []string) ([]string, error), every time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		tokens := s.sessions()
+		if len(tokens) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		alive, err := live(ctx, tokens)
+		cancel()
+		if err != nil {
+			slog.Warn("stream session sweep", "err", err)
+			continue
+		}
+		for _, tok := range tokens {
+			if !slices.Contains(alive, tok) {
+				s.endSession(tok)
+			}
+		}
+	}
 }
