@@ -266,6 +266,9 @@ func run(cfg config) error {
 		slog.Warn(problem)
 	}
 	if !listensOnLoopback(cfg.addr) {
+		if cfg.publicURL == nil {
+			slog.Warn("WEFT_ADDR listens beyond loopback without WEFT_PUBLIC_URL: only IP addresses and localhost names are accepted as Host; set WEFT_PUBLIC_URL to the URL users reach Weft at")
+		}
 		// Beyond loopback, whoever reaches the port first must not become
 		// the administrator: the first account needs this token.
 		token, err := handlers.IssueSetupToken(ctx, store)
