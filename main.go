@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +51,11 @@ type config struct {
 	attachBytes  int64
 	attachFiles  int
 	extractors   int
+	publicURL    *url.URL
+	metricsAddr  string
+	metricsToken string
+	maxStreams   int
+	signupLimit  int
 }
 
 func loadConfig() (config, error) {
@@ -63,8 +70,23 @@ func loadConfig() (config, error) {
 		tlsKey:       os.Getenv("WEFT_TLS_KEY"),
 		logFormat:    env("WEFT_LOG_FORMAT", "text"),
 		embedModel:   env("WEFT_EMBED_MODEL", "nomic-embed-text"),
+		metricsAddr:  os.Getenv("WEFT_METRICS_ADDR"),
+		metricsToken: os.Getenv("WEFT_METRICS_TOKEN"),
 	}
 	var err error
+	if v := os.Getenv("WEFT_PUBLIC_URL"); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			return c, fmt.Errorf("WEFT_PUBLIC_URL must be an http:// or https:// URL with a host name, got %q", v)
+		}
+		c.publicURL = u
+	}
+	if c.maxStreams, err = envInt("WEFT_MAX_STREAMS_PER_USER", 20, 1); err != nil {
+		return c, err
+	}
+	if c.signupLimit, err = envInt("WEFT_SIGNUP_LIMIT", 10, 0); err != nil {
+		return c, err
+	}
 	if c.maxBody, err = envInt[int64]("WEFT_MAX_BODY_BYTES", 1<<20, 1024); err != nil {
 		return c, err
 	}
@@ -124,6 +146,44 @@ func envInt[T int | int64](key string, def, min T) (T, error) {
 		return def, fmt.Errorf("%s must be a whole number ≥ %d, got %q", key, min, v)
 	}
 	return T(n), nil
+}
+
+// listensOnLoopback reports whether addr (WEFT_ADDR) is reachable only from
+// this machine: a loopback IP or "localhost". An empty host or a wildcard
+// listens on every interface.
+func listensOnLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveMetrics serves /metrics alone on its own address (an operator's
+// network, not the users'); the returned function stops it.
+func serveMetrics(addr string, h http.Handler) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("WEFT_METRICS_ADDR: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		if err := ms.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("metrics listener stopped", "err", err)
+		}
+	}()
+	slog.Info("metrics served separately", "addr", "http://"+ln.Addr().String()+"/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ms.Shutdown(ctx)
+	}, nil
 }
 
 func env(key, def string) string {
@@ -214,13 +274,41 @@ func run(cfg config) error {
 	if problem := rt.Models().Problem(ctx); problem != "" {
 		slog.Warn(problem)
 	}
+	if !listensOnLoopback(cfg.addr) {
+		if cfg.publicURL == nil {
+			slog.Warn("WEFT_ADDR listens beyond loopback without WEFT_PUBLIC_URL: only IP addresses and localhost names are accepted as Host; set WEFT_PUBLIC_URL to the URL users reach Weft at")
+		}
+		// Beyond loopback, whoever reaches the port first must not become
+		// the administrator: the first account needs this token.
+		token, err := handlers.IssueSetupToken(ctx, store)
+		if err != nil {
+			return err
+		}
+		if token != "" {
+			slog.Warn("no account exists yet: the first account (the administrator) needs this one-time setup token on /register",
+				"setup_token", token)
+		}
+	}
 	srv := handlers.New(handlers.Config{
-		SecureCookies:  cfg.tlsCert != "",
-		MaxBodyBytes:   cfg.maxBody,
-		MaxUploadBytes: cfg.uploadBytes,
-		EmbedModel:     cfg.embedModel,
+		SecureCookies:     cfg.tlsCert != "",
+		MaxBodyBytes:      cfg.maxBody,
+		MaxUploadBytes:    cfg.uploadBytes,
+		EmbedModel:        cfg.embedModel,
+		PublicURL:         cfg.publicURL,
+		ListenAddr:        cfg.addr,
+		MetricsElsewhere:  cfg.metricsAddr != "",
+		MetricsToken:      cfg.metricsToken,
+		MaxStreamsPerUser: cfg.maxStreams,
+		SignupLimit:       cfg.signupLimit,
 	}, store, rt, kb, ag, ms)
 	defer srv.Close()
+	if cfg.metricsAddr != "" {
+		stopMetrics, err := serveMetrics(cfg.metricsAddr, srv.Metrics())
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 
 	hs := &http.Server{
 		Addr:              cfg.addr,

@@ -101,7 +101,7 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	live    map[int64]*liveRun
-	titles  map[int64]chan struct{} // closed when a thread's title changes
+	titles  map[int64]*titleWait // waiters for a thread's next generated title
 	closing bool
 }
 
@@ -127,7 +127,7 @@ func New(store Store, llm Chatter, models *Models, cfg Config) *Runtime {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{store: store, llm: llm, models: models, cfg: cfg, ctx: ctx, cancel: cancel,
-		live: map[int64]*liveRun{}, titles: map[int64]chan struct{}{}}
+		live: map[int64]*liveRun{}, titles: map[int64]*titleWait{}}
 }
 
 // Models returns the model catalogue.

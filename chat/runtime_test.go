@@ -314,7 +314,8 @@ func TestTheFirstAnswerGivesTheThreadAGeneratedTitleUnlessTheUserRenamedIt(t *te
 	t.Parallel()
 	e := newEnv(t, chat.Config{})
 	sent := e.send(0, "Why is the sky blue at noon?")
-	changed := e.rt.TitleChanged(sent.Thread.ID)
+	changed, release := e.rt.TitleChanged(sent.Thread.ID)
+	defer release()
 	e.wait(sent)
 	select {
 	case <-changed:

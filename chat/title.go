@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -76,24 +77,52 @@ func cleanTitle(s string) string {
 	return s
 }
 
+// titleWait is the channel the waiters of one thread share, with how many
+// are waiting, so that the last to leave removes it.
+type titleWait struct {
+	ch      chan struct{}
+	waiters int
+}
+
 // TitleChanged returns a channel closed the next time a generated title is
-// stored for the thread (on this instance).
-func (rt *Runtime) TitleChanged(thread int64) <-chan struct{} {
+// stored for the thread (on this instance), and a release function the
+// waiter must call when it stops waiting. The caller authorizes the thread
+// first: a waiter is memory held until release.
+func (rt *Runtime) TitleChanged(thread int64) (<-chan struct{}, func()) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	ch, ok := rt.titles[thread]
+	w, ok := rt.titles[thread]
 	if !ok {
-		ch = make(chan struct{})
-		rt.titles[thread] = ch
+		w = &titleWait{ch: make(chan struct{})}
+		rt.titles[thread] = w
 	}
-	return ch
+	w.waiters++
+	var once sync.Once
+	return w.ch, func() {
+		once.Do(func() {
+			rt.mu.Lock()
+			defer rt.mu.Unlock()
+			w.waiters--
+			if w.waiters == 0 && rt.titles[thread] == w {
+				delete(rt.titles, thread)
+			}
+		})
+	}
+}
+
+// TitleWaiters counts the threads with someone waiting for a title (a test
+// hook: it must fall back to zero when the waiters leave).
+func (rt *Runtime) TitleWaiters() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return len(rt.titles)
 }
 
 func (rt *Runtime) titleChanged(thread int64) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if ch, ok := rt.titles[thread]; ok {
-		close(ch)
+	if w, ok := rt.titles[thread]; ok {
+		close(w.ch)
 		delete(rt.titles, thread)
 	}
 }

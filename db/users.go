@@ -40,6 +40,14 @@ var ErrSignupClosed = fmt.Errorf("db: sign-up is closed")
 // decision so that two simultaneous first registrations cannot both become
 // admin.
 func (d *DB) CreateUser(ctx context.Context, email, displayName, passwordHash string) (User, Workspace, error) {
+	return d.CreateUserWithToken(ctx, email, displayName, passwordHash, "")
+}
+
+// CreateUserWithToken is CreateUser for a sign-up form that may carry a
+// first-administrator setup token: when setup tokens were issued (Weft
+// listens beyond loopback) the first account is made only with one of them
+// (ErrSetupToken otherwise), and consumes them all.
+func (d *DB) CreateUserWithToken(ctx context.Context, email, displayName, passwordHash, setupToken string) (User, Workspace, error) {
 	var u User
 	var ws Workspace
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -53,6 +61,9 @@ func (d *DB) CreateUser(ctx context.Context, email, displayName, passwordHash st
 		role := "member"
 		if n == 0 {
 			role = "admin"
+			if err := consumeSetupToken(ctx, tx, setupToken); err != nil {
+				return err
+			}
 		} else {
 			mode, err := getSetting(ctx, tx, "signup_mode", SignupOpen)
 			if err != nil {

@@ -35,25 +35,34 @@ type authStore interface {
 	CreateUser(ctx context.Context, email, displayName, passwordHash string) (db.User, db.Workspace, error)
 	UserByEmail(ctx context.Context, email string) (db.User, error)
 	UserByID(ctx context.Context, id int64) (db.User, error)
+	CreateUserWithToken(ctx context.Context, email, displayName, passwordHash, setupToken string) (db.User, db.Workspace, error)
 	CountUsers(ctx context.Context) (int, error)
 	Setting(ctx context.Context, key, def string) (string, error)
-	RecordLoginFailure(ctx context.Context, keys ...string) error
-	LoginFailures(ctx context.Context, key string, since time.Time) (int, error)
+	SetupToken(ctx context.Context, token string) (needed, valid bool, err error)
+	ReserveSignup(ctx context.Context, client string, max int, since time.Time) error
+	ReserveLoginAttempt(ctx context.Context, since time.Time, keys ...db.RateKey) ([]int64, error)
+	ReleaseLoginAttempt(ctx context.Context, ids []int64) error
 	ClearLoginFailures(ctx context.Context, key string, before time.Time) error
 }
 
 // auth serves /register, /login and /logout and loads the signed-in user.
 type auth struct {
-	store    authStore
-	sessions *scs.SessionManager
-	limit    LoginLimit
+	store       authStore
+	sessions    *scs.SessionManager
+	limit       LoginLimit
+	signupLimit int // sign-ups per client address per hour; 0 = no limit
+	hashes      *hashPool
+	streams     *streamRegistry // ended at logout
 }
 
 const (
-	msgBadLogin    = "Email or password is incorrect."
-	msgRateLimited = "Too many failed sign-in attempts. Wait a few minutes and try again."
-	minPassword    = 8
-	maxPassword    = 1024
+	msgBadLogin      = "Email or password is incorrect."
+	msgRateLimited   = "Too many failed sign-in attempts. Wait a few minutes and try again."
+	msgSignupLimited = "Too many accounts were created from your address. Try again in an hour."
+	msgSignupClosed  = "Sign-up is closed on this server."
+	msgSetupToken    = "Enter the setup token printed in the server's log at start-up."
+	minPassword      = 8
+	maxPassword      = 1024
 )
 
 func (a *auth) showRegister(w http.ResponseWriter, r *http.Request) {
@@ -75,32 +84,53 @@ func (a *auth) renderRegister(w http.ResponseWriter, r *http.Request, status int
 		serverError(w, r, err)
 		return
 	}
-	f := views.AuthForm{Register: true, Email: email, Error: msg, FirstAccount: n == 0, SignupClosed: n > 0 && mode != db.SignupOpen}
+	needsToken, _, err := a.store.SetupToken(r.Context(), "")
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	f := views.AuthForm{Register: true, Email: email, Error: msg, FirstAccount: n == 0,
+		SignupClosed: n > 0 && mode != db.SignupOpen, NeedsSetupToken: needsToken}
 	render(w, r, status, views.Page("Create account", views.AuthPage(f)))
 }
 
+// register creates an account. Everything cheap is decided before the
+// password is hashed: the form, whether sign-up is open, the first
+// account's setup token, the per-address sign-up limit. Hashing then waits
+// for a slot of the bounded pool.
 func (a *auth) register(w http.ResponseWriter, r *http.Request) {
 	if !parseForm(w, r) {
 		return
 	}
 	email := strings.TrimSpace(r.PostForm.Get("email"))
 	pw := r.PostForm.Get("password")
+	token := strings.TrimSpace(r.PostForm.Get("setup_token"))
 	if msg := validateCredentials(email, pw); msg != "" {
 		a.renderRegister(w, r, http.StatusUnprocessableEntity, email, msg)
 		return
 	}
-	hash, err := hashPassword(pw)
-	if err != nil {
+	if status, msg, err := a.mayRegister(r, token); err != nil {
 		serverError(w, r, err)
 		return
+	} else if msg != "" {
+		a.renderRegister(w, r, status, email, msg)
+		return
 	}
-	u, ws, err := a.store.CreateUser(r.Context(), email, displayNameFrom(email), hash)
+	hash, err := a.hashes.hash(r.Context(), pw)
+	if err != nil {
+		hashError(w, r, err)
+		return
+	}
+	u, ws, err := a.store.CreateUserWithToken(r.Context(), email, displayNameFrom(email), hash, token)
 	switch {
 	case errors.Is(err, db.ErrConflict):
 		a.renderRegister(w, r, http.StatusConflict, email, "An account with this email already exists. Sign in instead.")
 		return
 	case errors.Is(err, db.ErrSignupClosed):
-		a.renderRegister(w, r, http.StatusForbidden, email, "Sign-up is closed on this server.")
+		a.renderRegister(w, r, http.StatusForbidden, email, msgSignupClosed)
+		return
+	case errors.Is(err, db.ErrSetupToken):
+		a.renderRegister(w, r, http.StatusForbidden, email, msgSetupToken)
 		return
 	case err != nil:
 		serverError(w, r, err)
@@ -114,6 +144,50 @@ func (a *auth) register(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, "/")
 }
 
+// mayRegister applies the checks that come before hashing; a non-empty
+// message refuses with that status. CreateUserWithToken decides again under
+// its lock; these checks only keep refused sign-ups cheap.
+func (a *auth) mayRegister(r *http.Request, token string) (int, string, error) {
+	ctx := r.Context()
+	n, err := a.store.CountUsers(ctx)
+	if err != nil {
+		return 0, "", err
+	}
+	if n > 0 {
+		mode, err := a.store.Setting(ctx, "signup_mode", db.SignupOpen)
+		if err != nil {
+			return 0, "", err
+		}
+		if mode != db.SignupOpen {
+			return http.StatusForbidden, msgSignupClosed, nil
+		}
+	} else if needed, valid, err := a.store.SetupToken(ctx, token); err != nil {
+		return 0, "", err
+	} else if needed && !valid {
+		return http.StatusForbidden, msgSetupToken, nil
+	}
+	if a.signupLimit > 0 {
+		err := a.store.ReserveSignup(ctx, clientIP(r), a.signupLimit, time.Now().Add(-time.Hour))
+		if errors.Is(err, db.ErrRateLimited) {
+			return http.StatusTooManyRequests, msgSignupLimited, nil
+		}
+		if err != nil {
+			return 0, "", err
+		}
+	}
+	return 0, "", nil
+}
+
+// hashError answers a failed hash: busy is a 503 the user can retry.
+func hashError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errHashBusy) {
+		w.Header().Set("Retry-After", "5")
+		errorPage(w, r, http.StatusServiceUnavailable, msgHashBusy)
+		return
+	}
+	serverError(w, r, err)
+}
+
 func (a *auth) showLogin(w http.ResponseWriter, r *http.Request) {
 	if _, ok := currentUser(r); ok {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -122,6 +196,9 @@ func (a *auth) showLogin(w http.ResponseWriter, r *http.Request) {
 	render(w, r, http.StatusOK, views.Page("Sign in", views.AuthPage(views.AuthForm{})))
 }
 
+// login checks a password. The attempt is counted as a failure before the
+// password is checked (atomically, per address and per account), so that
+// parallel guesses cannot pass the limit; a right password takes it back.
 func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 	if !parseForm(w, r) {
 		return
@@ -131,22 +208,18 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, msg string) {
 		render(w, r, status, views.Page("Sign in", views.AuthPage(views.AuthForm{Email: email, Error: msg})))
 	}
-	ipKey, accountKey := "ip:"+clientIP(r), "email:"+strings.ToLower(email)
+	accountKey := "email:" + strings.ToLower(email)
 	since := time.Now().Add(-a.limit.Window)
-	for _, k := range []struct {
-		key string
-		max int
-	}{{ipKey, a.limit.PerIP}, {accountKey, a.limit.PerAccount}} {
-		n, err := a.store.LoginFailures(r.Context(), k.key, since)
-		if err != nil {
-			serverError(w, r, err)
-			return
-		}
-		if n >= k.max {
-			w.Header().Set("Retry-After", "300")
-			fail(http.StatusTooManyRequests, msgRateLimited)
-			return
-		}
+	reserved, err := a.store.ReserveLoginAttempt(r.Context(), since,
+		db.RateKey{Key: "ip:" + clientIP(r), Max: a.limit.PerIP}, db.RateKey{Key: accountKey, Max: a.limit.PerAccount})
+	if errors.Is(err, db.ErrRateLimited) {
+		w.Header().Set("Retry-After", "300")
+		fail(http.StatusTooManyRequests, msgRateLimited)
+		return
+	}
+	if err != nil {
+		serverError(w, r, err)
+		return
 	}
 	u, err := a.store.UserByEmail(r.Context(), email)
 	if err != nil && !errors.Is(err, db.ErrNotFound) {
@@ -157,17 +230,21 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		hash = dummyHash // same work for an unknown account as for a known one
 	}
-	ok, herr := checkPassword(hash, pw)
+	ok, herr := a.hashes.check(r.Context(), hash, pw)
+	if errors.Is(herr, errHashBusy) || errors.Is(herr, context.Canceled) {
+		// The password was not checked: the attempt does not count.
+		_ = a.store.ReleaseLoginAttempt(context.WithoutCancel(r.Context()), reserved)
+	}
 	if herr != nil {
-		serverError(w, r, herr)
+		hashError(w, r, herr)
 		return
 	}
 	if err != nil || !ok || u.Disabled {
-		if err := a.store.RecordLoginFailure(r.Context(), ipKey, accountKey); err != nil {
-			serverError(w, r, err)
-			return
-		}
 		fail(http.StatusUnauthorized, msgBadLogin)
+		return
+	}
+	if err := a.store.ReleaseLoginAttempt(r.Context(), reserved); err != nil {
+		serverError(w, r, err)
 		return
 	}
 	if err := a.store.ClearLoginFailures(r.Context(), accountKey, since); err != nil {
@@ -195,6 +272,9 @@ func (a *auth) startSession(ctx context.Context, user, workspace int64) error {
 }
 
 func (a *auth) logout(w http.ResponseWriter, r *http.Request) {
+	// The session's event streams end with it (on this instance now, on
+	// others at their next session sweep).
+	a.streams.endSession(a.sessions.Token(r.Context()))
 	if err := a.sessions.Destroy(r.Context()); err != nil {
 		serverError(w, r, err)
 		return

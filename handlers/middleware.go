@@ -147,10 +147,13 @@ func (m *metrics) observe(next http.Handler) http.Handler {
 				rec.status = http.StatusOK
 			}
 			d := time.Since(start)
-			m.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
-			m.duration.WithLabelValues(route, r.Method).Observe(d.Seconds())
+			// Labels come from fixed sets only: the route table's patterns,
+			// known methods and status codes Weft itself writes.
+			method := metricMethod(r.Method)
+			m.requests.WithLabelValues(route, method, strconv.Itoa(rec.status)).Inc()
+			m.duration.WithLabelValues(route, method).Observe(d.Seconds())
 			slog.LogAttrs(r.Context(), slog.LevelInfo, "request",
-				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
+				slog.String("method", metricMethod(r.Method)), slog.String("path", r.URL.Path), slog.String("route", route),
 				slog.Int("status", rec.status), slog.Int("bytes", rec.bytes), slog.Duration("duration", d),
 				slog.Int64("user", uid))
 		}()
@@ -175,6 +178,7 @@ func (a *auth) withUser(next http.Handler) http.Handler {
 				}
 				r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
 			case err == nil || errors.Is(err, db.ErrNotFound):
+				a.streams.endSession(a.sessions.Token(r.Context()))
 				_ = a.sessions.Destroy(r.Context())
 			default:
 				serverError(w, r, err)

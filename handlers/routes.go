@@ -7,6 +7,7 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -34,12 +35,45 @@ type Config struct {
 	// each file also has its own limit). Default 512 MB.
 	MaxUploadBytes int64
 	EmbedModel     string // WEFT_EMBED_MODEL: preselected for new knowledge bases
+
+	// PublicURL is WEFT_PUBLIC_URL: requests for another Host are refused,
+	// and an https URL makes the session cookie Secure and __Host- named
+	// (TLS may end at a proxy). Nil: ListenAddr and the loopback names.
+	PublicURL  *url.URL
+	ListenAddr string // WEFT_ADDR, for the Host check without a public URL
+	// MetricsElsewhere leaves /metrics off this handler: it is served by
+	// Metrics on WEFT_METRICS_ADDR. MetricsToken (WEFT_METRICS_TOKEN), when
+	// set, is the Bearer token /metrics requires wherever it is served.
+	MetricsElsewhere bool
+	MetricsToken     string
+	// MaxStreamsPerUser caps one user's open event streams on this
+	// instance (WEFT_MAX_STREAMS_PER_USER; default 20).
+	MaxStreamsPerUser int
+	// SignupLimit is WEFT_SIGNUP_LIMIT: sign-ups per client address per
+	// hour, counted in Postgres; 0 = no limit.
+	SignupLimit int
+	// HashSlots and HashWait bound password hashing: at most HashSlots
+	// argon2id computations at once (default GOMAXPROCS, at least 2), each
+	// caller queueing at most HashWait (default 5 s) before a 503.
+	HashSlots int
+	HashWait  time.Duration
+	// StreamSweep is how often open event streams are checked against the
+	// session table, so a logout on another instance ends them (10 s).
+	StreamSweep time.Duration
 }
+
+// sessionCookieName is the session cookie's name over plain HTTP; with an
+// https public URL it carries the __Host- prefix (Secure, Path=/, no
+// Domain: no subdomain can set or shadow it).
+const sessionCookieName = "weft_session"
 
 // Server is Weft's HTTP handler.
 type Server struct {
 	http.Handler
 	router       chi.Routes
+	metrics      http.Handler
+	streams      *streamRegistry
+	hashes       *hashPool
 	sessionStore *pgxstore.PostgresStore
 	closing      chan struct{}
 	closeOnce    sync.Once
@@ -59,6 +93,19 @@ func (s *Server) Routes() []string {
 	})
 	return out
 }
+
+// Metrics serves /metrics (behind the metrics token, when one is set), for
+// the separate listener of WEFT_METRICS_ADDR.
+func (s *Server) Metrics() http.Handler { return s.metrics }
+
+// PasswordHashes reports how many password hashes and checks ran, and the
+// most that ever ran at once (a test hook for the bounded pool).
+func (s *Server) PasswordHashes() (done, peak int64) {
+	return s.hashes.done.Load(), s.hashes.peak.Load()
+}
+
+// OpenStreams counts the event streams open on this server (a test hook).
+func (s *Server) OpenStreams() int { return s.streams.count() }
 
 // Close stops the background work the server started (session clean-up).
 func (s *Server) Close() {
@@ -82,17 +129,31 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	sessions.Store = sessionStore
 	sessions.Lifetime = 30 * 24 * time.Hour
 	sessions.IdleTimeout = 7 * 24 * time.Hour
-	sessions.Cookie.Name = "weft_session"
+	sessions.Cookie.Name = sessionCookieName
 	sessions.Cookie.HttpOnly = true
 	sessions.Cookie.SameSite = http.SameSiteLaxMode
 	sessions.Cookie.Secure = cfg.SecureCookies
+	sessions.Cookie.Path = "/"
+	if cfg.PublicURL != nil && cfg.PublicURL.Scheme == "https" {
+		sessions.Cookie.Secure = true
+		sessions.Cookie.Name = "__Host-" + sessionCookieName
+	}
+	if cfg.MaxStreamsPerUser <= 0 {
+		cfg.MaxStreamsPerUser = 20
+	}
+	streams := newStreamRegistry(cfg.MaxStreamsPerUser)
+	if cfg.StreamSweep == 0 {
+		cfg.StreamSweep = 10 * time.Second
+	}
 	sessions.ErrorFunc = serverError
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := newMetrics(reg)
 
-	a := &auth{store: store, sessions: sessions, limit: cfg.LoginLimit}
+	hashes := newHashPool(cfg.HashSlots, cfg.HashWait)
+	a := &auth{store: store, sessions: sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
+		hashes: hashes, streams: streams}
 	closing := make(chan struct{})
 	sh := &shell{store: store, sessions: sessions, models: rt.Models()}
 	hm := &home{shell: sh, store: store, media: med}
@@ -100,7 +161,7 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	rl := &roles{store: store, shell: sh}
 	st := &settings{store: store, shell: sh}
 	kh := &kbs{store: store, rag: kb, models: rt.Models(), shell: sh, embedModel: cfg.EmbedModel}
-	rn := &runs{store: store, models: rt.Models(), rt: rt, closing: closing}
+	rn := &runs{store: store, models: rt.Models(), rt: rt, closing: closing, streams: streams, sessions: sessions}
 	ms := &messages{store: store, rt: rt, media: med}
 	mg := &manage{store: store, shell: sh}
 	ws := &workspaces{store: store, shell: sh, sessions: sessions}
@@ -115,8 +176,10 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 		errorPage(w, r, http.StatusForbidden, "This request came from another site and was refused.")
 	}))
 
+	// The front door, in order: unknown methods are refused before any
+	// work, then foreign Host names; only then logging, metrics, headers.
 	r := chi.NewRouter()
-	r.Use(m.observe, securityHeaders, cop.Handler)
+	r.Use(refuseUnknownMethods, checkHost(newHostPolicy(cfg.PublicURL, cfg.ListenAddr)), m.observe, securityHeaders, cop.Handler)
 	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		errorPage(w, r, http.StatusMethodNotAllowed, "That action is not available here.")
@@ -125,7 +188,10 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	// Operations: no session, no database work beyond a ping.
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", readyz(store))
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	metricsHandler := requireBearer(cfg.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if !cfg.MetricsElsewhere {
+		r.Method(http.MethodGet, "/metrics", metricsHandler)
+	}
 	r.Get("/static/*", http.StripPrefix("/static/", staticFiles()).ServeHTTP)
 
 	// Pages and actions: capped bodies, sessions, a signed-in user, a write
@@ -237,7 +303,8 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 		r.Get("/runs/{id}/events", rn.events)
 	})
 
-	return &Server{Handler: r, router: r, sessionStore: sessionStore, closing: closing}
+	go streams.sweep(store.LiveSessions, cfg.StreamSweep, closing)
+	return &Server{Handler: r, router: r, metrics: metricsHandler, streams: streams, hashes: hashes, sessionStore: sessionStore, closing: closing}
 }
 
 // staticFiles serves the embedded files. They are small and change with the

@@ -32,7 +32,7 @@ type runtime interface {
 	DeleteMessage(ctx context.Context, user, message int64) (db.DeletedSubtree, error)
 	Cancel(ctx context.Context, user, run int64) (db.Run, error)
 	Subscribe(run int64) (chat.Snapshot, <-chan chat.Event, func(), bool)
-	TitleChanged(thread int64) <-chan struct{}
+	TitleChanged(thread int64) (<-chan struct{}, func())
 	Compact(ctx context.Context, user, thread int64) (db.Message, error)
 	ContextGauge(ctx context.Context, user, thread int64) (chat.Gauge, error)
 }
@@ -43,6 +43,9 @@ type runs struct {
 	models  modelCatalog
 	rt      runtime
 	closing <-chan struct{} // closed when the server shuts down
+	// streams caps each user's open streams and ends them at logout.
+	streams  *streamRegistry
+	sessions interface{ Token(context.Context) string }
 }
 
 const (
@@ -66,11 +69,17 @@ func (h *runs) events(w http.ResponseWriter, r *http.Request) {
 		storeError(w, r, err)
 		return
 	}
+	ctx, release, ok := h.streams.open(r.Context(), u.ID, h.sessions.Token(r.Context()))
+	if !ok {
+		w.Header().Set("Retry-After", "30")
+		errorPage(w, r, http.StatusTooManyRequests, msgTooManyStreams)
+		return
+	}
+	defer release()
 	es, err := startEventStream(w)
 	if err != nil {
 		return
 	}
-	ctx := r.Context()
 	beat := time.NewTicker(heartbeatEvery)
 	defer beat.Stop()
 	// The status the page already shows is not sent again: swapping the run

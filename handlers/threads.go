@@ -286,25 +286,34 @@ func (h *threads) title(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	changed := h.rt.TitleChanged(id)
+	// Ownership first: a waiter is registered only for the user's own
+	// thread, and released when this request ends.
 	t, err := h.store.Thread(r.Context(), u.ID, id)
 	if err != nil {
 		storeError(w, r, err)
 		return
 	}
 	if t.TitleState == "provisional" {
-		select {
-		case <-changed:
-		case <-time.After(titleWait):
-		case <-r.Context().Done():
-			return
-		}
-		if r.Context().Err() != nil {
-			return
-		}
+		changed, release := h.rt.TitleChanged(id)
+		defer release()
+		// Read again after registering: a title stored in between is not missed.
 		if t, err = h.store.Thread(r.Context(), u.ID, id); err != nil {
 			storeError(w, r, err)
 			return
+		}
+		if t.TitleState == "provisional" {
+			wait := time.NewTimer(titleWait)
+			defer wait.Stop()
+			select {
+			case <-changed:
+			case <-wait.C:
+			case <-r.Context().Done():
+				return
+			}
+			if t, err = h.store.Thread(r.Context(), u.ID, id); err != nil {
+				storeError(w, r, err)
+				return
+			}
 		}
 	}
 	render(w, r, http.StatusOK, views.TitleUpdate(t))

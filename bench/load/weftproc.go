@@ -158,6 +158,8 @@ func (e *env) startWeft(ctx context.Context, bin string, extraEnv []string, ppro
 		"WEFT_ADDR="+addr,
 		"WEFT_DEFAULT_MODEL=tiny",
 		"WEFT_MAX_RUNS_PER_USER=100000",
+		"WEFT_MAX_STREAMS_PER_USER=100000", // every simulated person may stream many runs
+		"WEFT_SIGNUP_LIMIT=0",              // every person signs up from 127.0.0.1
 		"WEFT_DATA_DIR="+dataDir,
 		"WEFT_INSTANCE_ID=bench",
 		"WEFT_SHUTDOWN_GRACE_SECONDS=0",
