@@ -47,6 +47,8 @@ type config struct {
 	uploadBytes  int64
 	attachBytes  int64
 	attachFiles  int
+	mediaWorkers int
+	mediaPending int
 }
 
 func loadConfig() (config, error) {
@@ -76,6 +78,12 @@ func loadConfig() (config, error) {
 		return c, err
 	}
 	if c.attachFiles, err = envInt("WEFT_ATTACH_MAX_FILES", 10, 1); err != nil {
+		return c, err
+	}
+	if c.mediaWorkers, err = envInt("WEFT_MEDIA_WORKERS", 2, 1); err != nil {
+		return c, err
+	}
+	if c.mediaPending, err = envInt("WEFT_MAX_MEDIA_JOBS_PER_USER", 5, 1); err != nil {
 		return c, err
 	}
 	if c.maxCtx, err = envInt("WEFT_MAX_NUM_CTX", 8192, 256); err != nil {
@@ -181,9 +189,10 @@ func run(cfg config) error {
 	host := cfg.ollamaHost.String()
 	ollama := chat.NewOllamaClient(cfg.ollamaHost)
 	ms := media.NewService(store, media.Config{DataDir: cfg.dataDir,
-		Limits: media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles}})
+		Limits:  media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles},
+		Workers: cfg.mediaWorkers, MaxPendingPerUser: cfg.mediaPending})
 	kb, err := rag.New(store, ollama, rag.Config{OllamaHost: host, MaxFileBytes: cfg.kbFileBytes,
-		Register: ms.Register, Periodic: ms.Periodic()})
+		Register: ms.Register, Periodic: ms.Periodic(), Queues: ms.Queues()})
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ type mediaStore interface {
 
 type mediaService interface {
 	ReadAloud(ctx context.Context, user, msg int64) (db.Media, error)
+	MaxPending() int
 	Settings(ctx context.Context) (media.Settings, error)
 	SaveSettings(ctx context.Context, st media.Settings) error
 	ImagesEnabled(ctx context.Context) bool
@@ -182,6 +183,11 @@ func (h *mediaPages) mediaCard(w http.ResponseWriter, r *http.Request) {
 	render(w, r, http.StatusOK, views.MediaCard(m, true))
 }
 
+// mediaLimitMessage says why a read-aloud or image request was refused.
+func mediaLimitMessage(max int) string {
+	return fmt.Sprintf("You already have %d read-aloud or image requests being prepared, the most at once. Wait for one to finish, then try again.", max)
+}
+
 // speak serves POST /m/{id}/speak: read an answer aloud.
 func (h *mediaPages) speak(w http.ResponseWriter, r *http.Request) {
 	u, _ := currentUser(r)
@@ -199,6 +205,15 @@ func (h *mediaPages) speak(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	md, err := h.ms.ReadAloud(r.Context(), u.ID, id)
+	if errors.Is(err, db.ErrMediaLimit) {
+		msg := mediaLimitMessage(h.ms.MaxPending())
+		if isHTMX(r) {
+			render(w, r, http.StatusUnprocessableEntity, views.MediaNotice(msg))
+			return
+		}
+		badRequest(w, r, msg)
+		return
+	}
 	if err != nil {
 		storeError(w, r, err)
 		return

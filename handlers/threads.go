@@ -49,7 +49,7 @@ type threadStore interface {
 	Attachments(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Attachment, error)
 	MediaOf(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Media, error)
 	MediaByID(ctx context.Context, user, id int64) (db.Media, error)
-	AddImageRequest(ctx context.Context, user, thread int64, prompt, answer, engine string) (db.Sent, db.Media, error)
+	AddImageRequest(ctx context.Context, user, thread int64, prompt, answer, engine string, maxPending int) (db.Sent, db.Media, error)
 }
 
 // attacher stores the composer's files and queues media.
@@ -58,6 +58,7 @@ type attacher interface {
 	Limits() media.Limits
 	ImagesEnabled(ctx context.Context) bool
 	QueueImage(ctx context.Context, media int64) error
+	MaxPending() int
 	Release(ctx context.Context, shas []string)
 }
 

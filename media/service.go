@@ -21,7 +21,7 @@ type Store interface {
 	MediaForJob(ctx context.Context, id int64) (db.MediaJob, error)
 	FinishMedia(ctx context.Context, id int64, ready *db.MediaReadyInfo, failure string) (db.Media, error)
 	FailStaleMedia(ctx context.Context, olderThan time.Duration, msg string) (int64, error)
-	AddMedia(ctx context.Context, user, msg int64, kind, prompt, engine string) (db.Media, error)
+	AddMedia(ctx context.Context, user, msg int64, kind, prompt, engine string, maxPending int) (db.Media, error)
 	ReferencedBlobs(ctx context.Context) (map[string]bool, error)
 	StillReferenced(ctx context.Context, shas []string) (map[string]bool, error)
 	ExpireUnsentAttachments(ctx context.Context, olderThan time.Duration) (int64, error)
@@ -44,6 +44,12 @@ type Config struct {
 	UnsentAfter time.Duration // unreferenced files are kept this long (default 24 h)
 	StaleAfter  time.Duration // media still pending this long has lost its job and is failed (default 30 min)
 	EspeakBin   string        // default "espeak-ng"
+	// Workers is how many media jobs one instance runs at once (default 2),
+	// in a queue of their own so that they never hold up ingestion.
+	Workers int
+	// MaxPendingPerUser is how many read-aloud and image generations one
+	// user may have waiting or running at once (default 5).
+	MaxPendingPerUser int
 	HTTP        *http.Client  // for the OpenAI-compatible endpoints (default: 5 min timeout)
 }
 
@@ -73,11 +79,27 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Timeout: 5 * time.Minute}
 	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.MaxPendingPerUser <= 0 {
+		cfg.MaxPendingPerUser = 5
+	}
 	return &Service{store: store, Blobs: &Blobs{Dir: filepath.Join(cfg.DataDir, "blobs")}, cfg: cfg}
 }
 
 // SetQueue connects the service to the job queue.
 func (s *Service) SetQueue(q Enqueuer) { s.jobs = q }
+
+// Queue is the job queue of media generations: apart from ingestion's, so
+// that one user's many read-aloud requests cannot starve everyone's uploads.
+const Queue = "media"
+
+// Queues are the job queues the service works, with their worker counts.
+func (s *Service) Queues() map[string]int { return map[string]int{Queue: s.cfg.Workers} }
+
+// MaxPending is how many generations one user may have pending at once.
+func (s *Service) MaxPending() int { return s.cfg.MaxPendingPerUser }
 
 // Limits returns the attachment limits.
 func (s *Service) Limits() Limits { return s.cfg.Limits.withDefaults() }
@@ -215,7 +237,7 @@ func (s *Service) ReadAloud(ctx context.Context, user, msg int64) (db.Media, err
 	if err != nil {
 		return db.Media{}, err
 	}
-	md, err := s.store.AddMedia(ctx, user, msg, db.MediaAudio, "", st.TTSEngine)
+	md, err := s.store.AddMedia(ctx, user, msg, db.MediaAudio, "", st.TTSEngine, s.cfg.MaxPendingPerUser)
 	if err != nil {
 		return db.Media{}, err
 	}
@@ -263,7 +285,7 @@ func (s *Service) enqueue(ctx context.Context, args river.JobArgs) error {
 	if s.jobs == nil {
 		return errors.New("media: no job queue")
 	}
-	return s.jobs.Enqueue(ctx, args, &river.InsertOpts{MaxAttempts: 1})
+	return s.jobs.Enqueue(ctx, args, &river.InsertOpts{MaxAttempts: 1, Queue: Queue})
 }
 
 // Answered reads a finished answer aloud and draws an image for it when its
@@ -293,7 +315,7 @@ func (s *Service) Answered(user, thread, msg int64) {
 		if r := []rune(prompt); len(r) > 4000 {
 			prompt = string(r[:4000]) // as /image allows
 		}
-		md, err := s.store.AddMedia(ctx, user, msg, db.MediaImage, prompt, "openai")
+		md, err := s.store.AddMedia(ctx, user, msg, db.MediaImage, prompt, "openai", s.cfg.MaxPendingPerUser)
 		if err == nil {
 			err = s.QueueImage(ctx, md.ID)
 		}
