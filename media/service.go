@@ -50,7 +50,7 @@ type Config struct {
 	// MaxPendingPerUser is how many read-aloud and image generations one
 	// user may have waiting or running at once (default 5).
 	MaxPendingPerUser int
-	HTTP        *http.Client  // for the OpenAI-compatible endpoints (default: 5 min timeout)
+	HTTP              *http.Client // for the OpenAI-compatible endpoints (default: 5 min timeout)
 }
 
 // Service stores attachments and generates media in the background.
