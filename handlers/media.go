@@ -246,7 +246,8 @@ func (h *mediaPages) threadMedia(w http.ResponseWriter, r *http.Request) {
 }
 
 // adminMedia serves POST /admin/media: the read-aloud engine and the image
-// endpoint. An empty key field keeps the stored key.
+// endpoint. An empty key field keeps the stored key, unless the endpoint's
+// address changed (see media.Settings.WithKeys).
 func (h *mediaPages) adminMedia(w http.ResponseWriter, r *http.Request) {
 	if !parseForm(w, r) {
 		return
@@ -260,13 +261,8 @@ func (h *mediaPages) adminMedia(w http.ResponseWriter, r *http.Request) {
 	st := media.Settings{TTSEngine: f.Get("tts_engine"), TTSURL: strings.TrimSpace(f.Get("tts_url")),
 		TTSModel: strings.TrimSpace(f.Get("tts_model")), TTSVoice: strings.TrimSpace(f.Get("tts_voice")),
 		ImageURL: strings.TrimSpace(f.Get("image_url")), ImageModel: strings.TrimSpace(f.Get("image_model")),
-		ImageSize: strings.TrimSpace(f.Get("image_size")), TTSKey: old.TTSKey, ImageKey: old.ImageKey}
-	if k := f.Get("tts_key"); k != "" {
-		st.TTSKey = k
-	}
-	if k := f.Get("image_key"); k != "" {
-		st.ImageKey = k
-	}
+		ImageSize: strings.TrimSpace(f.Get("image_size"))}
+	st = st.WithKeys(old, f.Get("tts_key"), f.Get("image_key"))
 	if f.Get("clear_keys") == "on" {
 		st.TTSKey, st.ImageKey = "", ""
 	}

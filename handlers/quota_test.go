@@ -52,3 +52,45 @@ func TestMediaRequestsPerUserAreCappedWithAClearMessage(t *testing.T) {
 		t.Errorf("read aloud under the limit: %d %.300s", r.StatusCode, r.Body)
 	}
 }
+
+// A stored API key belongs to its endpoint: changing the address forgets
+// it (unless a new key comes with it), and the admin page never shows it.
+func TestTheMediaAPIKeyIsForgottenWhenItsEndpointChanges(t *testing.T) {
+	t.Parallel()
+	e := newMediaEnv(t, testenv.Options{})
+	ctx := context.Background()
+	save := func(form url.Values) media.Settings {
+		t.Helper()
+		if r := e.c.Post("/admin/media", form); r.StatusCode != http.StatusSeeOther {
+			t.Fatalf("admin media: %d %.300s", r.StatusCode, r.Body)
+		}
+		st, err := e.app.Media.Settings(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	st := save(url.Values{"tts_engine": {"openai"}, "tts_url": {"http://speech.example:8000"}, "tts_key": {"tts-sekret-1"},
+		"image_url": {"http://images.example:7860"}, "image_key": {"img-sekret-1"}})
+	if st.TTSKey != "tts-sekret-1" || st.ImageKey != "img-sekret-1" {
+		t.Fatalf("keys not stored: %+v", st)
+	}
+	if page := e.c.Get("/admin").Body; strings.Contains(page, "tts-sekret-1") || strings.Contains(page, "img-sekret-1") {
+		t.Errorf("the admin page shows an API key")
+	}
+	// Saved again with the same addresses and empty key fields: kept.
+	st = save(url.Values{"tts_engine": {"openai"}, "tts_url": {"http://speech.example:8000"}, "image_url": {"http://images.example:7860"}})
+	if st.TTSKey != "tts-sekret-1" || st.ImageKey != "img-sekret-1" {
+		t.Fatalf("keys lost on a save that changed no address: %+v", st)
+	}
+	// New addresses: the speech key is forgotten; the image key typed in
+	// with its new address is taken.
+	st = save(url.Values{"tts_engine": {"openai"}, "tts_url": {"http://attacker.example:8000"},
+		"image_url": {"http://images2.example:7860"}, "image_key": {"img-sekret-2"}})
+	if st.TTSKey != "" || st.ImageKey != "img-sekret-2" {
+		t.Errorf("after the addresses changed: tts key %q, image key %q; want none and the new one", st.TTSKey, st.ImageKey)
+	}
+	if page := e.c.Get("/admin").Body; strings.Contains(page, "img-sekret-2") {
+		t.Errorf("the admin page shows the new API key")
+	}
+}

@@ -120,6 +120,21 @@ type Settings struct {
 
 const settingsKey = "media"
 
+// WithKeys sets the API keys of new settings: a key typed in (non-empty)
+// is taken; otherwise the stored key of old is kept only while its
+// endpoint's address is unchanged, so that a key is never sent to a host
+// the admin did not pair it with.
+func (st Settings) WithKeys(old Settings, ttsKey, imageKey string) Settings {
+	st.TTSKey, st.ImageKey = ttsKey, imageKey
+	if st.TTSKey == "" && st.TTSURL == old.TTSURL {
+		st.TTSKey = old.TTSKey
+	}
+	if st.ImageKey == "" && st.ImageURL == old.ImageURL {
+		st.ImageKey = old.ImageKey
+	}
+	return st
+}
+
 // Settings returns the media settings.
 func (s *Service) Settings(ctx context.Context) (Settings, error) {
 	var st Settings
