@@ -49,6 +49,7 @@ type config struct {
 	attachFiles  int
 	mediaWorkers int
 	mediaPending int
+	userBytes    int64
 }
 
 func loadConfig() (config, error) {
@@ -78,6 +79,9 @@ func loadConfig() (config, error) {
 		return c, err
 	}
 	if c.attachFiles, err = envInt("WEFT_ATTACH_MAX_FILES", 10, 1); err != nil {
+		return c, err
+	}
+	if c.userBytes, err = envInt[int64]("WEFT_USER_MAX_BYTES", 1<<30, 1024); err != nil {
 		return c, err
 	}
 	if c.mediaWorkers, err = envInt("WEFT_MEDIA_WORKERS", 2, 1); err != nil {
@@ -219,6 +223,7 @@ func run(cfg config) error {
 		MaxBodyBytes:   cfg.maxBody,
 		MaxUploadBytes: cfg.uploadBytes,
 		EmbedModel:     cfg.embedModel,
+		UserMaxBytes:   cfg.userBytes,
 	}, store, rt, kb, ag, ms)
 	defer srv.Close()
 

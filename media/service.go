@@ -2,6 +2,8 @@ package media
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -175,9 +177,29 @@ type Upload struct {
 	Size int64
 }
 
+// Prepared is a file of the composer checked, sniffed and read, not yet
+// stored: its attachment (with the content's hash) and the bytes to store.
+type Prepared struct {
+	Attachment db.NewAttachment
+	data       []byte
+	thumb      []byte
+}
+
 // Accept checks, sniffs, reads and stores the files of one message; a
 // refused file is an error wrapping ErrRefused that names it.
 func (s *Service) Accept(ctx context.Context, files []Upload) ([]db.NewAttachment, error) {
+	p, err := s.Prepare(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	return s.Store(p)
+}
+
+// Prepare checks, sniffs and reads the files of one message, and makes the
+// thumbnails, writing nothing: the caller decides (the thread is the
+// user's, the model sees images, the user has room) before Store. A
+// refused file is an error wrapping ErrRefused that names it.
+func (s *Service) Prepare(ctx context.Context, files []Upload) ([]Prepared, error) {
 	lim := s.Limits()
 	sizes := make([]NamedSize, len(files))
 	for i, f := range files {
@@ -186,29 +208,43 @@ func (s *Service) Accept(ctx context.Context, files []Upload) ([]db.NewAttachmen
 	if err := lim.Check(sizes); err != nil {
 		return nil, err
 	}
-	out := make([]db.NewAttachment, 0, len(files))
+	out := make([]Prepared, 0, len(files))
 	for _, f := range files {
 		sn, err := Sniff(f.Name, f.Data)
 		if err != nil {
 			return nil, err
 		}
-		a := db.NewAttachment{Name: cleanName(f.Name), MIME: sn.MIME, Kind: sn.Kind, Format: sn.Format, Size: int64(len(f.Data)),
-			Width: sn.Width, Height: sn.Height}
+		sum := sha256.Sum256(f.Data)
+		p := Prepared{data: f.Data, Attachment: db.NewAttachment{SHA256: hex.EncodeToString(sum[:]), Name: cleanName(f.Name),
+			MIME: sn.MIME, Kind: sn.Kind, Format: sn.Format, Size: int64(len(f.Data)), Width: sn.Width, Height: sn.Height}}
+		a := &p.Attachment
 		switch sn.Kind {
 		case KindDocument:
 			if a.Text, a.TextTruncated, err = ExtractText(ctx, sn.Format, f.Data, 0); err != nil {
 				return nil, fmt.Errorf("%s: %w", a.Name, err)
 			}
 		case KindImage:
-			thumb, err := Thumbnail(f.Data, 0)
-			if err != nil {
+			if p.thumb, err = Thumbnail(f.Data, 0); err != nil {
 				return nil, fmt.Errorf("%s: %w", a.Name, err)
 			}
-			if a.ThumbSHA, err = s.put(thumb); err != nil {
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Store writes prepared files (and their thumbnails) to the blob store.
+func (s *Service) Store(files []Prepared) ([]db.NewAttachment, error) {
+	out := make([]db.NewAttachment, 0, len(files))
+	for _, p := range files {
+		a := p.Attachment
+		var err error
+		if p.thumb != nil {
+			if a.ThumbSHA, err = s.put(p.thumb); err != nil {
 				return nil, err
 			}
 		}
-		if a.SHA256, err = s.put(f.Data); err != nil {
+		if a.SHA256, err = s.put(p.data); err != nil {
 			return nil, err
 		}
 		out = append(out, a)
