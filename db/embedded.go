@@ -59,8 +59,9 @@ const (
 )
 
 // StartEmbedded creates the cluster in dir when it does not exist yet,
-// starts it unless it is already running, and makes sure the weft database
-// exists. Logs go to dir/server.log.
+// starts it (or adopts it, or uses it when another live Weft owns it; see
+// Embedded), and makes sure the weft database exists, owned by the
+// application role that URL connects as. Logs go to dir/server.log.
 func StartEmbedded(ctx context.Context, dir string) (*Embedded, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
