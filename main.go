@@ -56,6 +56,9 @@ type config struct {
 	metricsToken string
 	maxStreams   int
 	signupLimit  int
+	mediaWorkers int
+	mediaPending int
+	userBytes    int64
 }
 
 func loadConfig() (config, error) {
@@ -100,6 +103,15 @@ func loadConfig() (config, error) {
 		return c, err
 	}
 	if c.attachFiles, err = envInt("WEFT_ATTACH_MAX_FILES", 10, 1); err != nil {
+		return c, err
+	}
+	if c.userBytes, err = envInt[int64]("WEFT_USER_MAX_BYTES", 1<<30, 1024); err != nil {
+		return c, err
+	}
+	if c.mediaWorkers, err = envInt("WEFT_MEDIA_WORKERS", 2, 1); err != nil {
+		return c, err
+	}
+	if c.mediaPending, err = envInt("WEFT_MAX_MEDIA_JOBS_PER_USER", 5, 1); err != nil {
 		return c, err
 	}
 	if c.extractors, err = envInt("WEFT_EXTRACT_WORKERS", extract.DefaultWorkers, 1); err != nil {
@@ -250,9 +262,10 @@ func run(cfg config) error {
 	host := cfg.ollamaHost.String()
 	ollama := chat.NewOllamaClient(cfg.ollamaHost)
 	ms := media.NewService(store, media.Config{DataDir: cfg.dataDir,
-		Limits: media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles}})
+		Limits:  media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles},
+		Workers: cfg.mediaWorkers, MaxPendingPerUser: cfg.mediaPending})
 	kb, err := rag.New(store, ollama, rag.Config{OllamaHost: host, MaxFileBytes: cfg.kbFileBytes,
-		Register: ms.Register, Periodic: ms.Periodic()})
+		Register: ms.Register, Periodic: ms.Periodic(), Queues: ms.Queues()})
 	if err != nil {
 		return err
 	}
@@ -300,6 +313,7 @@ func run(cfg config) error {
 		MetricsToken:      cfg.metricsToken,
 		MaxStreamsPerUser: cfg.maxStreams,
 		SignupLimit:       cfg.signupLimit,
+		UserMaxBytes:      cfg.userBytes,
 	}, store, rt, kb, ag, ms)
 	defer srv.Close()
 	if cfg.metricsAddr != "" {

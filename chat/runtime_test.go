@@ -240,6 +240,24 @@ func TestRunsOfOneUserAreCappedAndOtherUsersRunInParallel(t *testing.T) {
 	}
 }
 
+func TestARunWaitingForApprovalHoldsItsSlotUnderThePerUserCap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, chat.Config{PerUserRuns: 1})
+	// An agent run of the user waiting for an approval, on this instance.
+	waiting, err := e.store.SendMessage(context.Background(), e.user.ID, db.Send{WorkspaceID: e.ws.ID, Content: "q", Kind: "chat", Model: "tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, e.store, `UPDATE runs SET status = 'waiting', instance_id = $2, started_at = now() WHERE id = $1`, waiting.Run.ID, t.Name())
+	next := e.send(0, "[[tokens:2]] another thread")
+	if next.Run.Status != db.RunQueued {
+		t.Fatalf("the next run is %s while the user's only slot is held by a waiting run, want queued", next.Run.Status)
+	}
+	if r, err := e.store.Run(context.Background(), e.user.ID, next.Run.ID); err != nil || r.Status != db.RunQueued {
+		t.Fatalf("the next run is %s (%v), want still queued", r.Status, err)
+	}
+}
+
 func TestAStopRequestedOnAnotherInstanceReachesTheRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, chat.Config{Instance: "A", FlushEvery: 50 * time.Millisecond})

@@ -191,6 +191,9 @@ type NewDocument struct {
 	Name   string
 	SHA256 string
 	Data   []byte
+	// MaxUserBytes refuses the document (ErrStorageLimit) when it would
+	// take what its owner stores over this many bytes (0: no limit).
+	MaxUserBytes int64
 }
 
 // ErrDuplicate marks a document whose content the knowledge base already has.
@@ -225,6 +228,20 @@ func (d *DB) AddDocument(ctx context.Context, user, kb int64, in NewDocument, en
 		}
 		if err != nil {
 			return err
+		}
+		if in.MaxUserBytes > 0 {
+			// Under the user's row lock, so that concurrent uploads (on any
+			// instance) cannot together pass the limit.
+			if _, err := tx.Exec(ctx, "SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE", user); err != nil {
+				return err
+			}
+			used, err := storedBytes(ctx, tx, user)
+			if err != nil {
+				return err
+			}
+			if used+int64(len(in.Data)) > in.MaxUserBytes {
+				return ErrStorageLimit
+			}
 		}
 		if _, err := tx.Exec(ctx, "INSERT INTO kb_document_files (document_id, data) VALUES ($1, $2)", doc.ID, in.Data); err != nil {
 			return err

@@ -152,17 +152,51 @@ func (d *DB) AttachmentByID(ctx context.Context, user, id int64) (Attachment, er
 	return a, mapErr(err)
 }
 
-// AddMedia adds pending media to one of the user's assistant messages (an
-// image request's answer, or an answer read aloud).
-func (d *DB) AddMedia(ctx context.Context, user, msg int64, kind, prompt, engine string) (Media, error) {
-	rows, err := d.Pool.Query(ctx, `INSERT INTO media (message_id, kind, prompt, engine)
-		SELECT m.id, $3, $4, $5 FROM messages m JOIN threads t ON t.id = m.thread_id
-		WHERE m.id = $1 AND t.owner_id = $2 AND m.role = 'assistant'
-		RETURNING `+mediaCols, msg, user, kind, prompt, engine)
-	if err != nil {
-		return Media{}, err
+// ErrMediaLimit is returned when the user already has as many media
+// generations pending as allowed.
+var ErrMediaLimit = errors.New("db: too many pending media")
+
+// reserveMedia locks the user's row and refuses when the user already has
+// maxPending media pending (0: no limit). Counted in the database, under
+// the lock, so that the limit holds across instances and concurrent
+// requests.
+func reserveMedia(ctx context.Context, tx pgx.Tx, user int64, maxPending int) error {
+	if maxPending <= 0 {
+		return nil
 	}
-	m, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Media])
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE", user); err != nil {
+		return err
+	}
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM media md JOIN messages m ON m.id = md.message_id
+		JOIN threads t ON t.id = m.thread_id WHERE t.owner_id = $1 AND md.status = 'pending'`, user).Scan(&n); err != nil {
+		return err
+	}
+	if n >= maxPending {
+		return ErrMediaLimit
+	}
+	return nil
+}
+
+// AddMedia adds pending media to one of the user's assistant messages (an
+// image request's answer, or an answer read aloud), unless the user already
+// has maxPending media pending (ErrMediaLimit; 0: no limit).
+func (d *DB) AddMedia(ctx context.Context, user, msg int64, kind, prompt, engine string, maxPending int) (Media, error) {
+	var m Media
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		if err := reserveMedia(ctx, tx, user, maxPending); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `INSERT INTO media (message_id, kind, prompt, engine)
+			SELECT m.id, $3, $4, $5 FROM messages m JOIN threads t ON t.id = m.thread_id
+			WHERE m.id = $1 AND t.owner_id = $2 AND m.role = 'assistant'
+			RETURNING `+mediaCols, msg, user, kind, prompt, engine)
+		if err != nil {
+			return err
+		}
+		m, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Media])
+		return err
+	})
 	return m, mapErr(err)
 }
 
@@ -302,10 +336,13 @@ var ErrNoMessage = errors.New("db: no such message")
 // user message with the prompt and a complete assistant message that will
 // hold the image (pending media), under the active leaf, in one
 // transaction. No model run answers it.
-func (d *DB) AddImageRequest(ctx context.Context, user, thread int64, prompt, answer, engine string) (Sent, Media, error) {
+func (d *DB) AddImageRequest(ctx context.Context, user, thread int64, prompt, answer, engine string, maxPending int) (Sent, Media, error) {
 	var out Sent
 	var md Media
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		if err := reserveMedia(ctx, tx, user, maxPending); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, "SELECT "+threadCols+" FROM threads WHERE id = $1 AND owner_id = $2 FOR UPDATE", thread, user)
 		if err != nil {
 			return err

@@ -266,7 +266,8 @@ func (d *DB) ActiveRuns(ctx context.Context, user, thread int64) ([]Run, error) 
 
 // ClaimNextRun starts the oldest queued run of a thread on this instance,
 // unless the thread already has a running one or the owner already has
-// userCap running runs. ok is false when nothing was started. The thread and
+// userCap active runs (running, or waiting for the user's approval: a run
+// waiting holds its slot, or one user could park any number of them). ok is false when nothing was started. The thread and
 // the user rows are locked so that concurrent claims, from any instance,
 // respect both limits.
 func (d *DB) ClaimNextRun(ctx context.Context, thread int64, instance string, userCap int) (r Run, ok bool, err error) {
@@ -282,7 +283,7 @@ func (d *DB) ClaimNextRun(ctx context.Context, thread int64, instance string, us
 		var running int
 		if err := tx.QueryRow(ctx, `SELECT
 				EXISTS (SELECT 1 FROM runs WHERE thread_id = $1 AND status IN ('running', 'waiting')),
-				(SELECT count(*) FROM runs WHERE owner_id = $2 AND status = 'running')`, thread, owner).Scan(&busy, &running); err != nil {
+				(SELECT count(*) FROM runs WHERE owner_id = $2 AND status IN ('running', 'waiting'))`, thread, owner).Scan(&busy, &running); err != nil {
 			return err
 		}
 		if busy || running >= userCap {

@@ -126,7 +126,7 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		t.Fatalf("attachments %v %v", atts, err)
 	}
 	AT := fmt.Sprint(atts[withFile.User.ID][0].ID)
-	md, err := store.AddMedia(ctx, u.ID, *first.AssistantMessageID, db.MediaImage, "a dot", "openai")
+	md, err := store.AddMedia(ctx, u.ID, *first.AssistantMessageID, db.MediaImage, "a dot", "openai", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

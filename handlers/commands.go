@@ -110,7 +110,11 @@ func (h *threads) cmdImage(w http.ResponseWriter, r *http.Request, u db.User, in
 		h.refuse(w, r, in, "Describe the image after the command, for example: /image a lighthouse at dawn (at most 4,000 characters).")
 		return
 	}
-	sent, md, err := h.store.AddImageRequest(r.Context(), u.ID, t.ID, prompt, "Image: "+prompt, "openai")
+	sent, md, err := h.store.AddImageRequest(r.Context(), u.ID, t.ID, prompt, "Image: "+prompt, "openai", h.media.MaxPending())
+	if errors.Is(err, db.ErrMediaLimit) {
+		h.refuse(w, r, in, mediaLimitMessage(h.media.MaxPending()))
+		return
+	}
 	if err != nil {
 		storeError(w, r, err)
 		return

@@ -60,6 +60,7 @@ type kbs struct {
 	models     embedCatalog
 	shell      *shell
 	embedModel string // WEFT_EMBED_MODEL
+	maxBytes   int64  // what one user may store (WEFT_USER_MAX_BYTES)
 }
 
 func (h *kbs) list(w http.ResponseWriter, r *http.Request) {
@@ -259,9 +260,11 @@ func (h *kbs) upload(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		sum := sha256.Sum256(data)
-		doc, err := h.store.AddDocument(r.Context(), u.ID, kb.ID, db.NewDocument{Name: name, SHA256: hex.EncodeToString(sum[:]), Data: data},
-			h.rag.EnqueueIngest(r.Context()))
+		doc, err := h.store.AddDocument(r.Context(), u.ID, kb.ID, db.NewDocument{Name: name, SHA256: hex.EncodeToString(sum[:]), Data: data,
+			MaxUserBytes: h.maxBytes}, h.rag.EnqueueIngest(r.Context()))
 		switch {
+		case errors.Is(err, db.ErrStorageLimit):
+			refused = append(refused, name+": "+storageLimitMessage(h.maxBytes))
 		case errors.Is(err, db.ErrDuplicate):
 			refused = append(refused, fmt.Sprintf("%s: the same content is already in this knowledge base (as %s)", name, doc.Name))
 		case err != nil:

@@ -27,6 +27,7 @@ type mediaStore interface {
 
 type mediaService interface {
 	ReadAloud(ctx context.Context, user, msg int64) (db.Media, error)
+	MaxPending() int
 	Settings(ctx context.Context) (media.Settings, error)
 	SaveSettings(ctx context.Context, st media.Settings) error
 	ImagesEnabled(ctx context.Context) bool
@@ -182,6 +183,11 @@ func (h *mediaPages) mediaCard(w http.ResponseWriter, r *http.Request) {
 	render(w, r, http.StatusOK, views.MediaCard(m, true))
 }
 
+// mediaLimitMessage says why a read-aloud or image request was refused.
+func mediaLimitMessage(max int) string {
+	return fmt.Sprintf("You already have %d read-aloud or image requests being prepared, the most at once. Wait for one to finish, then try again.", max)
+}
+
 // speak serves POST /m/{id}/speak: read an answer aloud.
 func (h *mediaPages) speak(w http.ResponseWriter, r *http.Request) {
 	u, _ := currentUser(r)
@@ -199,6 +205,15 @@ func (h *mediaPages) speak(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	md, err := h.ms.ReadAloud(r.Context(), u.ID, id)
+	if errors.Is(err, db.ErrMediaLimit) {
+		msg := mediaLimitMessage(h.ms.MaxPending())
+		if isHTMX(r) {
+			render(w, r, http.StatusUnprocessableEntity, views.MediaNotice(msg))
+			return
+		}
+		badRequest(w, r, msg)
+		return
+	}
 	if err != nil {
 		storeError(w, r, err)
 		return
@@ -231,7 +246,8 @@ func (h *mediaPages) threadMedia(w http.ResponseWriter, r *http.Request) {
 }
 
 // adminMedia serves POST /admin/media: the read-aloud engine and the image
-// endpoint. An empty key field keeps the stored key.
+// endpoint. An empty key field keeps the stored key, unless the endpoint's
+// address changed (see media.Settings.WithKeys).
 func (h *mediaPages) adminMedia(w http.ResponseWriter, r *http.Request) {
 	if !parseForm(w, r) {
 		return
@@ -245,13 +261,8 @@ func (h *mediaPages) adminMedia(w http.ResponseWriter, r *http.Request) {
 	st := media.Settings{TTSEngine: f.Get("tts_engine"), TTSURL: strings.TrimSpace(f.Get("tts_url")),
 		TTSModel: strings.TrimSpace(f.Get("tts_model")), TTSVoice: strings.TrimSpace(f.Get("tts_voice")),
 		ImageURL: strings.TrimSpace(f.Get("image_url")), ImageModel: strings.TrimSpace(f.Get("image_model")),
-		ImageSize: strings.TrimSpace(f.Get("image_size")), TTSKey: old.TTSKey, ImageKey: old.ImageKey}
-	if k := f.Get("tts_key"); k != "" {
-		st.TTSKey = k
-	}
-	if k := f.Get("image_key"); k != "" {
-		st.ImageKey = k
-	}
+		ImageSize: strings.TrimSpace(f.Get("image_size"))}
+	st = st.WithKeys(old, f.Get("tts_key"), f.Get("image_key"))
 	if f.Get("clear_keys") == "on" {
 		st.TTSKey, st.ImageKey = "", ""
 	}

@@ -69,7 +69,7 @@ func TestAttachmentsOfAnotherUsersMediaAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := e.app.Store.AddMedia(ctx, e.user.ID, *run.AssistantMessageID, db.MediaImage, "a dot", "openai")
+	md, err := e.app.Store.AddMedia(ctx, e.user.ID, *run.AssistantMessageID, db.MediaImage, "a dot", "openai", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestReadAloudWhoseJobWasLostEndsFailed(t *testing.T) {
 	ctx := context.Background()
 	thread, _ := e.start("tiny", "hello", nil)
 	run := waitIdle(t, e.app.Store, e.user.ID, thread)
-	md, err := e.app.Store.AddMedia(ctx, e.user.ID, *run.AssistantMessageID, db.MediaAudio, "", "espeak") // no job queued
+	md, err := e.app.Store.AddMedia(ctx, e.user.ID, *run.AssistantMessageID, db.MediaAudio, "", "espeak", 0) // no job queued
 	if err != nil {
 		t.Fatal(err)
 	}

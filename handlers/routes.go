@@ -60,6 +60,9 @@ type Config struct {
 	// StreamSweep is how often open event streams are checked against the
 	// session table, so a logout on another instance ends them (10 s).
 	StreamSweep time.Duration
+	// UserMaxBytes is what one user may store: their attachments' distinct
+	// files plus their knowledge-base documents. Default 1 GiB.
+	UserMaxBytes int64
 }
 
 // sessionCookieName is the session cookie's name over plain HTTP; with an
@@ -121,6 +124,9 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	if cfg.MaxUploadBytes == 0 {
 		cfg.MaxUploadBytes = 512 << 20
 	}
+	if cfg.UserMaxBytes == 0 {
+		cfg.UserMaxBytes = 1 << 30
+	}
 	if cfg.LoginLimit.Window == 0 {
 		cfg.LoginLimit = LoginLimit{PerIP: 50, PerAccount: 5, Window: 15 * time.Minute}
 	}
@@ -157,10 +163,10 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	closing := make(chan struct{})
 	sh := &shell{store: store, sessions: sessions, models: rt.Models()}
 	hm := &home{shell: sh, store: store, media: med}
-	th := &threads{store: store, shell: sh, home: hm, rt: rt, media: med}
+	th := &threads{store: store, shell: sh, home: hm, rt: rt, media: med, maxBytes: cfg.UserMaxBytes}
 	rl := &roles{store: store, shell: sh}
 	st := &settings{store: store, shell: sh}
-	kh := &kbs{store: store, rag: kb, models: rt.Models(), shell: sh, embedModel: cfg.EmbedModel}
+	kh := &kbs{store: store, rag: kb, models: rt.Models(), shell: sh, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}
 	rn := &runs{store: store, models: rt.Models(), rt: rt, closing: closing, streams: streams, sessions: sessions}
 	ms := &messages{store: store, rt: rt, media: med}
 	mg := &manage{store: store, shell: sh}

@@ -50,15 +50,18 @@ type threadStore interface {
 	MediaOf(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Media, error)
 	bodyStore
 	MediaByID(ctx context.Context, user, id int64) (db.Media, error)
-	AddImageRequest(ctx context.Context, user, thread int64, prompt, answer, engine string) (db.Sent, db.Media, error)
+	StorageUse(ctx context.Context, user int64, shas []string) (int64, map[string]bool, error)
+	AddImageRequest(ctx context.Context, user, thread int64, prompt, answer, engine string, maxPending int) (db.Sent, db.Media, error)
 }
 
 // attacher stores the composer's files and queues media.
 type attacher interface {
-	Accept(ctx context.Context, files []media.Upload) ([]db.NewAttachment, error)
+	Prepare(ctx context.Context, files []media.Upload) ([]media.Prepared, error)
+	Store(files []media.Prepared) ([]db.NewAttachment, error)
 	Limits() media.Limits
 	ImagesEnabled(ctx context.Context) bool
 	QueueImage(ctx context.Context, media int64) error
+	MaxPending() int
 	Release(ctx context.Context, shas []string)
 }
 
@@ -69,6 +72,9 @@ type threads struct {
 	home  *home
 	media attacher
 	rt    runtime
+	// maxBytes is what one user may store (attachments and knowledge-base
+	// files); WEFT_USER_MAX_BYTES.
+	maxBytes int64
 }
 
 func (h *threads) show(w http.ResponseWriter, r *http.Request) {
@@ -571,7 +577,27 @@ func (h *threads) attach(w http.ResponseWriter, r *http.Request, u db.User, in *
 	if len(uploads) == 0 && images == 0 {
 		return true
 	}
-	files, err := h.media.Accept(r.Context(), uploads)
+	// Everything that can refuse the message is decided before a file is
+	// written: the thread (or workspace) is the user's, the files are
+	// acceptable, the model sees images, the user has room.
+	model := in.Model
+	if in.ThreadID != 0 {
+		t, err := h.store.Thread(r.Context(), u.ID, in.ThreadID)
+		if err != nil {
+			storeError(w, r, err)
+			return false
+		}
+		if model == "" {
+			model = t.Model
+		}
+	} else if _, err := h.store.Workspace(r.Context(), u.ID, in.WorkspaceID); err != nil {
+		storeError(w, r, err)
+		return false
+	}
+	if model == "" {
+		model = h.shell.models.Default(r.Context())
+	}
+	prepared, err := h.media.Prepare(r.Context(), uploads)
 	if errors.Is(err, media.ErrRefused) {
 		h.refuse(w, r, *in, "Message not sent: "+err.Error())
 		return false
@@ -580,17 +606,8 @@ func (h *threads) attach(w http.ResponseWriter, r *http.Request, u db.User, in *
 		serverError(w, r, err)
 		return false
 	}
-	model := in.Model
-	if model == "" && in.ThreadID != 0 {
-		if t, err := h.store.Thread(r.Context(), u.ID, in.ThreadID); err == nil {
-			model = t.Model
-		}
-	}
-	if model == "" {
-		model = h.shell.models.Default(r.Context())
-	}
-	for _, f := range files {
-		if f.Kind == db.AttachImage {
+	for _, p := range prepared {
+		if p.Attachment.Kind == db.AttachImage {
 			images++
 		}
 	}
@@ -598,8 +615,47 @@ func (h *threads) attach(w http.ResponseWriter, r *http.Request, u db.User, in *
 		h.refuse(w, r, *in, fmt.Sprintf("Message not sent: the model %s cannot see images. Choose a model with vision (such as llava or a gemma3 model), or send the image without it.", model))
 		return false
 	}
+	if ok, err := h.hasRoom(r.Context(), u.ID, prepared); err != nil {
+		serverError(w, r, err)
+		return false
+	} else if !ok {
+		h.refuse(w, r, *in, "Message not sent: "+storageLimitMessage(h.maxBytes))
+		return false
+	}
+	files, err := h.media.Store(prepared)
+	if err != nil {
+		serverError(w, r, err)
+		return false
+	}
 	in.Attachments = files
 	return true
+}
+
+// hasRoom reports whether the user may store the prepared files: what they
+// store, plus the files their attachments do not hold yet, stays within the
+// limit. Checked before writing, not under a lock: concurrent sends of one
+// user may pass the limit by what they carry (each message is capped).
+func (h *threads) hasRoom(ctx context.Context, user int64, files []media.Prepared) (bool, error) {
+	shas := make([]string, len(files))
+	for i, p := range files {
+		shas[i] = p.Attachment.SHA256
+	}
+	used, held, err := h.store.StorageUse(ctx, user, shas)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range files {
+		if !held[p.Attachment.SHA256] {
+			held[p.Attachment.SHA256] = true
+			used += p.Attachment.Size
+		}
+	}
+	return used <= h.maxBytes, nil
+}
+
+// storageLimitMessage says why a file was not stored.
+func storageLimitMessage(max int64) string {
+	return fmt.Sprintf("your files on this server would go over your storage limit of %s. Delete threads with files you no longer need, or documents from your knowledge bases, to make room.", media.ReadableSize(max))
 }
 
 // sees reports whether a model takes images.

@@ -65,12 +65,17 @@ func displayName(name string) string {
 	return name
 }
 
-// readableSize formats n bytes in KB or MB (of 1024), with at most one
+// ReadableSize formats n bytes for people (see readableSize).
+func ReadableSize(n int64) string { return readableSize(n) }
+
+// readableSize formats n bytes in KB, MB or GB (of 1024), with at most one
 // decimal rounded up, so that a file just over a limit never reads as
-// equal to it: 9.1 MB, 8 MB, 512 KB, 900 bytes.
+// equal to it: 9.1 MB, 8 MB, 512 KB, 900 bytes, 1 GB.
 func readableSize(n int64) string {
-	const kb, mb = 1 << 10, 1 << 20
+	const kb, mb, gb = 1 << 10, 1 << 20, 1 << 30
 	switch {
+	case n >= gb:
+		return tenths(n, gb) + " GB"
 	case n < kb:
 		if n == 1 {
 			return "1 byte"

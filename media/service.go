@@ -2,6 +2,8 @@ package media
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,7 +23,7 @@ type Store interface {
 	MediaForJob(ctx context.Context, id int64) (db.MediaJob, error)
 	FinishMedia(ctx context.Context, id int64, ready *db.MediaReadyInfo, failure string) (db.Media, error)
 	FailStaleMedia(ctx context.Context, olderThan time.Duration, msg string) (int64, error)
-	AddMedia(ctx context.Context, user, msg int64, kind, prompt, engine string) (db.Media, error)
+	AddMedia(ctx context.Context, user, msg int64, kind, prompt, engine string, maxPending int) (db.Media, error)
 	ReferencedBlobs(ctx context.Context) (map[string]bool, error)
 	StillReferenced(ctx context.Context, shas []string) (map[string]bool, error)
 	ExpireUnsentAttachments(ctx context.Context, olderThan time.Duration) (int64, error)
@@ -44,7 +46,13 @@ type Config struct {
 	UnsentAfter time.Duration // unreferenced files are kept this long (default 24 h)
 	StaleAfter  time.Duration // media still pending this long has lost its job and is failed (default 30 min)
 	EspeakBin   string        // default "espeak-ng"
-	HTTP        *http.Client  // for the OpenAI-compatible endpoints (default: 5 min timeout)
+	// Workers is how many media jobs one instance runs at once (default 2),
+	// in a queue of their own so that they never hold up ingestion.
+	Workers int
+	// MaxPendingPerUser is how many read-aloud and image generations one
+	// user may have waiting or running at once (default 5).
+	MaxPendingPerUser int
+	HTTP              *http.Client // for the OpenAI-compatible endpoints (default: 5 min timeout)
 }
 
 // Service stores attachments and generates media in the background.
@@ -73,11 +81,27 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Timeout: 5 * time.Minute}
 	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.MaxPendingPerUser <= 0 {
+		cfg.MaxPendingPerUser = 5
+	}
 	return &Service{store: store, Blobs: &Blobs{Dir: filepath.Join(cfg.DataDir, "blobs")}, cfg: cfg}
 }
 
 // SetQueue connects the service to the job queue.
 func (s *Service) SetQueue(q Enqueuer) { s.jobs = q }
+
+// Queue is the job queue of media generations: apart from ingestion's, so
+// that one user's many read-aloud requests cannot starve everyone's uploads.
+const Queue = "media"
+
+// Queues are the job queues the service works, with their worker counts.
+func (s *Service) Queues() map[string]int { return map[string]int{Queue: s.cfg.Workers} }
+
+// MaxPending is how many generations one user may have pending at once.
+func (s *Service) MaxPending() int { return s.cfg.MaxPendingPerUser }
 
 // Limits returns the attachment limits.
 func (s *Service) Limits() Limits { return s.cfg.Limits.withDefaults() }
@@ -97,6 +121,21 @@ type Settings struct {
 }
 
 const settingsKey = "media"
+
+// WithKeys sets the API keys of new settings: a key typed in (non-empty)
+// is taken; otherwise the stored key of old is kept only while its
+// endpoint's address is unchanged, so that a key is never sent to a host
+// the admin did not pair it with.
+func (st Settings) WithKeys(old Settings, ttsKey, imageKey string) Settings {
+	st.TTSKey, st.ImageKey = ttsKey, imageKey
+	if st.TTSKey == "" && st.TTSURL == old.TTSURL {
+		st.TTSKey = old.TTSKey
+	}
+	if st.ImageKey == "" && st.ImageURL == old.ImageURL {
+		st.ImageKey = old.ImageKey
+	}
+	return st
+}
 
 // Settings returns the media settings.
 func (s *Service) Settings(ctx context.Context) (Settings, error) {
@@ -138,9 +177,29 @@ type Upload struct {
 	Size int64
 }
 
+// Prepared is a file of the composer checked, sniffed and read, not yet
+// stored: its attachment (with the content's hash) and the bytes to store.
+type Prepared struct {
+	Attachment db.NewAttachment
+	data       []byte
+	thumb      []byte
+}
+
 // Accept checks, sniffs, reads and stores the files of one message; a
 // refused file is an error wrapping ErrRefused that names it.
 func (s *Service) Accept(ctx context.Context, files []Upload) ([]db.NewAttachment, error) {
+	p, err := s.Prepare(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	return s.Store(p)
+}
+
+// Prepare checks, sniffs and reads the files of one message, and makes the
+// thumbnails, writing nothing: the caller decides (the thread is the
+// user's, the model sees images, the user has room) before Store. A
+// refused file is an error wrapping ErrRefused that names it.
+func (s *Service) Prepare(ctx context.Context, files []Upload) ([]Prepared, error) {
 	lim := s.Limits()
 	sizes := make([]NamedSize, len(files))
 	for i, f := range files {
@@ -149,37 +208,43 @@ func (s *Service) Accept(ctx context.Context, files []Upload) ([]db.NewAttachmen
 	if err := lim.Check(sizes); err != nil {
 		return nil, err
 	}
-	// Every file is sniffed and read (in extract's jail) before anything
-	// is stored: a refused file leaves no blob behind, and names itself.
-	out := make([]db.NewAttachment, 0, len(files))
-	thumbs := make([][]byte, len(files))
-	for i, f := range files {
+	out := make([]Prepared, 0, len(files))
+	for _, f := range files {
 		sn, err := Sniff(f.Name, f.Data)
 		if err != nil {
 			return nil, err
 		}
-		a := db.NewAttachment{Name: cleanName(f.Name), MIME: sn.MIME, Kind: sn.Kind, Format: sn.Format, Size: int64(len(f.Data)),
-			Width: sn.Width, Height: sn.Height}
+		sum := sha256.Sum256(f.Data)
+		p := Prepared{data: f.Data, Attachment: db.NewAttachment{SHA256: hex.EncodeToString(sum[:]), Name: cleanName(f.Name),
+			MIME: sn.MIME, Kind: sn.Kind, Format: sn.Format, Size: int64(len(f.Data)), Width: sn.Width, Height: sn.Height}}
+		a := &p.Attachment
 		switch sn.Kind {
 		case KindDocument:
 			if a.Text, a.TextTruncated, err = ExtractText(ctx, sn.Format, f.Data, 0); err != nil {
 				return nil, fmt.Errorf("%s: %w", a.Name, err)
 			}
 		case KindImage:
-			if thumbs[i], err = Thumbnail(ctx, f.Data, 0); err != nil {
+			if p.thumb, err = Thumbnail(ctx, f.Data, 0); err != nil {
 				return nil, fmt.Errorf("%s: %w", a.Name, err)
 			}
 		}
-		out = append(out, a)
+		out = append(out, p)
 	}
-	for i, f := range files {
+	return out, nil
+}
+
+// Store writes prepared files (and their thumbnails) to the blob store.
+func (s *Service) Store(files []Prepared) ([]db.NewAttachment, error) {
+	out := make([]db.NewAttachment, 0, len(files))
+	for _, p := range files {
+		a := p.Attachment
 		var err error
-		if thumbs[i] != nil {
-			if out[i].ThumbSHA, err = s.put(thumbs[i]); err != nil {
+		if p.thumb != nil {
+			if a.ThumbSHA, err = s.put(p.thumb); err != nil {
 				return nil, err
 			}
 		}
-		if out[i].SHA256, err = s.put(f.Data); err != nil {
+		if a.SHA256, err = s.put(p.data); err != nil {
 			return nil, err
 		}
 	}
@@ -222,7 +287,7 @@ func (s *Service) ReadAloud(ctx context.Context, user, msg int64) (db.Media, err
 	if err != nil {
 		return db.Media{}, err
 	}
-	md, err := s.store.AddMedia(ctx, user, msg, db.MediaAudio, "", st.TTSEngine)
+	md, err := s.store.AddMedia(ctx, user, msg, db.MediaAudio, "", st.TTSEngine, s.cfg.MaxPendingPerUser)
 	if err != nil {
 		return db.Media{}, err
 	}
@@ -270,7 +335,7 @@ func (s *Service) enqueue(ctx context.Context, args river.JobArgs) error {
 	if s.jobs == nil {
 		return errors.New("media: no job queue")
 	}
-	return s.jobs.Enqueue(ctx, args, &river.InsertOpts{MaxAttempts: 1})
+	return s.jobs.Enqueue(ctx, args, &river.InsertOpts{MaxAttempts: 1, Queue: Queue})
 }
 
 // Answered reads a finished answer aloud and draws an image for it when its
@@ -300,7 +365,7 @@ func (s *Service) Answered(user, thread, msg int64) {
 		if r := []rune(prompt); len(r) > 4000 {
 			prompt = string(r[:4000]) // as /image allows
 		}
-		md, err := s.store.AddMedia(ctx, user, msg, db.MediaImage, prompt, "openai")
+		md, err := s.store.AddMedia(ctx, user, msg, db.MediaImage, prompt, "openai", s.cfg.MaxPendingPerUser)
 		if err == nil {
 			err = s.QueueImage(ctx, md.ID)
 		}

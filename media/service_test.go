@@ -20,7 +20,7 @@ type queueStore struct {
 
 func (s *queueStore) Setting(ctx context.Context, key, def string) (string, error) { return def, nil }
 
-func (s *queueStore) AddMedia(ctx context.Context, user, msg int64, kind, prompt, engine string) (db.Media, error) {
+func (s *queueStore) AddMedia(ctx context.Context, user, msg int64, kind, prompt, engine string, maxPending int) (db.Media, error) {
 	m := db.Media{ID: int64(len(s.media) + 1), MessageID: msg, Kind: kind, Status: db.MediaPending, Engine: engine, CreatedAt: time.Now()}
 	s.media[m.ID] = m
 	return m, nil
@@ -58,7 +58,7 @@ func TestMediaThatCannotBeQueuedFailsOnTheMedia(t *testing.T) {
 		t.Errorf("read aloud that could not be queued: %+v", md)
 	}
 
-	img, _ := st.AddMedia(ctx, 1, 11, db.MediaImage, "a lighthouse", "openai")
+	img, _ := st.AddMedia(ctx, 1, 11, db.MediaImage, "a lighthouse", "openai", 0)
 	if err := s.QueueImage(ctx, img.ID); err != nil {
 		t.Fatalf("queue image: %v", err)
 	}

@@ -38,7 +38,12 @@ type env struct {
 
 func newEnv(t *testing.T, cfg rag.Config, opts ...fakeollama.Option) *env {
 	t.Helper()
-	store := testenv.NewDB(t)
+	return newEnvOn(t, testenv.NewDB(t), cfg, opts...)
+}
+
+// newEnvOn is newEnv over a given database.
+func newEnvOn(t *testing.T, store *db.DB, cfg rag.Config, opts ...fakeollama.Option) *env {
+	t.Helper()
 	fake := fakeollama.New(t, opts...)
 	u, _ := url.Parse(fake.URL)
 	if cfg.RetryBackoff == 0 {

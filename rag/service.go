@@ -41,6 +41,9 @@ type Config struct {
 	// which this service owns; Periodic are their periodic jobs.
 	Register func(*river.Workers) error
 	Periodic []*river.PeriodicJob
+	// Queues are the other parts' own job queues (name → workers one
+	// instance runs), beside ingestion's default queue.
+	Queues map[string]int
 }
 
 // Service ingests documents in the background (River, on Postgres) and
@@ -89,9 +92,16 @@ func New(store *db.DB, emb Embedder, cfg Config) (*Service, error) {
 			return nil, err
 		}
 	}
+	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
+	for name, n := range cfg.Queues {
+		if name == river.QueueDefault {
+			return nil, errors.New("job queue: the default queue is ingestion's")
+		}
+		queues[name] = river.QueueConfig{MaxWorkers: max(n, 1)}
+	}
 	client, err := river.NewClient(riverpgxv5.New(store.Pool), &river.Config{
 		PeriodicJobs:         cfg.Periodic,
-		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
+		Queues:               queues,
 		Workers:              workers,
 		JobTimeout:           cfg.JobTimeout,
 		RescueStuckJobsAfter: cfg.RescueAfter,

@@ -45,7 +45,7 @@ func (e *env) tunePostgres(ctx context.Context, settings []string) error {
 	if e.pg == nil {
 		return errors.New("-pg-set only changes the throwaway cluster, not a -database-url")
 	}
-	conn, err := pgx.Connect(ctx, e.dbURL)
+	conn, err := pgx.Connect(ctx, e.pg.AdminURL) // ALTER SYSTEM is the superuser's
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 		o.Media.DataDir = t.TempDir()
 	}
 	ms := media.NewService(store, o.Media)
-	o.RAG.Register, o.RAG.Periodic = ms.Register, ms.Periodic()
+	o.RAG.Register, o.RAG.Periodic, o.RAG.Queues = ms.Register, ms.Periodic(), ms.Queues()
 	kb, err := rag.New(store, client, o.RAG)
 	if err != nil {
 		t.Fatal(err)

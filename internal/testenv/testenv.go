@@ -55,7 +55,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 		defer func() { _ = pg.Stop(context.Background()) }()
-		adminURL = pg.URL
+		adminURL = pg.AdminURL // creates databases and extensions
 	}
 	if err := makeTemplate(ctx); err != nil {
 		log.Printf("testenv: %v", err)

@@ -1,0 +1,73 @@
+package rag_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"weft/db"
+	"weft/internal/testenv"
+	"weft/media"
+	"weft/rag"
+)
+
+// Read-aloud jobs that take for ever (a speech server that never answers)
+// fill the media queue; a document uploaded meanwhile is still ingested,
+// because media jobs have workers of their own.
+func TestSlowMediaJobsDoNotHoldUpIngestion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	var started atomic.Int32
+	release := make(chan struct{})
+	tts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		http.Error(w, "gave up", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(tts.Close)
+	ms := media.NewService(store, media.Config{DataDir: t.TempDir(), Workers: 1, MaxPendingPerUser: 10})
+	// One ingestion worker: with media jobs in its queue, one stuck job
+	// would be enough to stop ingestion.
+	e := newEnvOn(t, store, rag.Config{Workers: 1, Register: ms.Register, Queues: ms.Queues()})
+	t.Cleanup(func() { close(release) }) // before the service stops (cleanups run last first)
+	ms.SetQueue(e.svc)
+	if err := ms.SaveSettings(ctx, media.Settings{TTSEngine: "openai", TTSURL: tts.URL, TTSModel: "tts-1", TTSVoice: "alloy"}); err != nil {
+		t.Fatal(err)
+	}
+	var answers []int64
+	for range 3 {
+		sent, err := store.SendMessage(ctx, e.user.ID, db.Send{WorkspaceID: e.ws.ID, Content: "q", Kind: "chat", Model: "tiny"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, store, "UPDATE messages SET content = 'An answer to read.', status = 'complete' WHERE id = $1", sent.Assistant.ID)
+		answers = append(answers, sent.Assistant.ID)
+	}
+	for _, a := range answers {
+		if md, err := ms.ReadAloud(ctx, e.user.ID, a); err != nil || md.Status != db.MediaPending {
+			t.Fatalf("read aloud: %+v %v", md, err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for started.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no read-aloud job reached the speech server")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	kb := e.kb(e.user, e.ws, "Manuals", "embedder")
+	if d := e.wait(e.user, e.add(e.user, kb, "a.md", "# A\n\nSome text about rivers.")); d.Status != db.DocReady {
+		t.Fatalf("the document is %s (%s) while media jobs are stuck", d.Status, d.Error)
+	}
+	if n := started.Load(); n != 1 {
+		t.Errorf("%d read-aloud jobs ran at once with one media worker", n)
+	}
+}
