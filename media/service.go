@@ -247,6 +247,7 @@ func (s *Service) Store(files []Prepared) ([]db.NewAttachment, error) {
 		if a.SHA256, err = s.put(p.data); err != nil {
 			return nil, err
 		}
+		out = append(out, a)
 	}
 	return out, nil
 }
