@@ -14,6 +14,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"weft/db"
+	"weft/internal/usererr"
 )
 
 // Store is what the runtime needs from the database.
@@ -495,7 +496,7 @@ func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run) {
 	h := &AgentHost{Run: r, rt: rt, lr: lr}
 	var res AgentResult
 	if rt.cfg.Agent == nil {
-		res.Err = userFacing{msg: "The agent is not available on this server."}
+		res.Err = usererr.New("The agent is not available on this server.")
 	} else {
 		res = rt.cfg.Agent.RunAgent(ctx, h)
 	}
@@ -522,11 +523,8 @@ func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run) {
 	default:
 		fin.RunStatus, fin.MsgStatus = db.RunFailed, db.MsgError
 		fin.Error = rt.describe(res.Err, r.Model)
-		if res.Err != nil {
-			var uf userFacing
-			if !errors.As(res.Err, &uf) {
-				slog.Warn("agent run failed", "run", r.ID, "model", r.Model, "err", res.Err)
-			}
+		if res.Err != nil && !usererr.Is(res.Err) {
+			slog.Warn("agent run failed", "run", r.ID, "model", r.Model, "err", res.Err)
 		}
 	}
 	fin.Usage["wall_ms"] = time.Since(started).Milliseconds()
@@ -637,16 +635,19 @@ func (rt *Runtime) flush(ctx context.Context, lr *liveRun) {
 // ErrNoModel is returned when a thread has no model to answer with.
 var ErrNoModel = errors.New("no model")
 
-// describe turns a model-server failure into a message for the user: what
-// happened and what to do, without internals.
+// describe turns a run's failure into a message for the user: what
+// happened and what to do, without internals. An error that carries its
+// own message (usererr) says it; a failure of the model server is named by
+// its type; anything else (the database, a file, a bug) is a generic
+// message, its text only in the log.
 func (rt *Runtime) describe(err error, model string) string {
 	var se api.StatusError
 	var ue *url.Error
 	var ne net.Error
-	var uf userFacing
+	if msg, ok := usererr.Message(err); ok {
+		return msg
+	}
 	switch {
-	case errors.As(err, &uf):
-		return uf.msg
 	case err == nil:
 		return "The model server ended the answer before it was complete."
 	case errors.Is(err, ErrNoModel):
@@ -654,13 +655,26 @@ func (rt *Runtime) describe(err error, model string) string {
 	case errors.As(err, &se) && se.StatusCode == 404:
 		return fmt.Sprintf("Model %q is not available on the Ollama server at %s. Pull it with `ollama pull %s` or choose another model.", model, rt.cfg.OllamaHost, model)
 	case errors.As(err, &se):
-		return "The model server refused the request: " + se.ErrorMessage
+		// Ollama's own words about the model help (a model that cannot
+		// chat, a context too long); they are another server's text, so
+		// they are quoted cleaned and short.
+		if msg := usererr.Untrusted(se.ErrorMessage, maxServerMessage); msg != "" {
+			return "The model server refused the request: " + msg
+		}
+		return fmt.Sprintf("The model server refused the request (HTTP %d).", se.StatusCode)
 	case errors.As(err, &ue), errors.As(err, &ne):
 		return fmt.Sprintf("Ollama is not reachable at %s. Start it with `ollama serve`, or set OLLAMA_HOST to where it runs, then retry.", rt.cfg.OllamaHost)
 	default:
-		return "The model stopped with an error: " + err.Error()
+		return GenericFailure
 	}
 }
+
+// GenericFailure is what a user is told about a failure that carries no
+// message of its own; its details are in the server log.
+const GenericFailure = "The answer failed because of an error on the server; the server log has the details. Retry in a moment."
+
+// maxServerMessage caps the model server's error text quoted to the user.
+const maxServerMessage = 300
 
 func toAPIMessages(path []db.Message) []api.Message {
 	out := make([]api.Message, 0, len(path))
