@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"weft/db"
+	"weft/internal/usererr"
 )
 
 // MaxMessageRunes caps one message's text.
@@ -22,8 +23,8 @@ const MaxMessageRunes = 100_000
 
 // ErrEmpty and ErrTooLong reject a message before anything is stored.
 var (
-	ErrEmpty   = errors.New("the message is empty")
-	ErrTooLong = errors.New("the message is longer than 100,000 characters")
+	ErrEmpty   = usererr.New("the message is empty")
+	ErrTooLong = usererr.New("the message is longer than 100,000 characters")
 )
 
 // Input is one send from the composer.

@@ -15,6 +15,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/internal/usererr"
 	"weft/media"
 	"weft/views"
 )
@@ -211,7 +212,7 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 	sent, err := h.rt.Send(r.Context(), u.ID, in)
 	switch {
 	case errors.Is(err, chat.ErrEmpty), errors.Is(err, chat.ErrTooLong):
-		h.refuse(w, r, in, "Message not sent: "+err.Error()+".")
+		h.refuse(w, r, in, "Message not sent: "+usererr.Or(err, "it could not be read")+".")
 		return
 	case errors.Is(err, db.ErrNotFound) && in.RoleID != nil:
 		h.refuse(w, r, in, "Message not sent: that role does not exist any more. Choose another one.")
@@ -561,8 +562,8 @@ func (h *threads) attach(w http.ResponseWriter, r *http.Request, u db.User, in *
 		return true
 	}
 	files, err := h.media.Accept(r.Context(), uploads)
-	if errors.Is(err, media.ErrRefused) {
-		h.refuse(w, r, *in, "Message not sent: "+err.Error())
+	if msg, ok := usererr.Message(err); ok && errors.Is(err, media.ErrRefused) {
+		h.refuse(w, r, *in, "Message not sent: "+msg)
 		return false
 	}
 	if err != nil {

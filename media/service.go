@@ -160,12 +160,12 @@ func (s *Service) Accept(ctx context.Context, files []Upload) ([]db.NewAttachmen
 		switch sn.Kind {
 		case KindDocument:
 			if a.Text, a.TextTruncated, err = ExtractText(ctx, sn.Format, f.Data, 0); err != nil {
-				return nil, fmt.Errorf("%s: %w", a.Name, err)
+				return nil, inFile(a.Name, err)
 			}
 		case KindImage:
 			thumb, err := Thumbnail(f.Data, 0)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", a.Name, err)
+				return nil, inFile(a.Name, err)
 			}
 			if a.ThumbSHA, err = s.put(thumb); err != nil {
 				return nil, err
