@@ -77,7 +77,7 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // badRequest refuses the request with msg, written by the handler for the
-// user (an error's text never goes here: see refusal).
+// user (never an error's text).
 func badRequest(w http.ResponseWriter, r *http.Request, msg string) {
 	errorPage(w, r, http.StatusBadRequest, msg)
 }

@@ -34,7 +34,6 @@ type threadStore interface {
 	RenameThread(ctx context.Context, user, id int64, title string) error
 	SetThreadPinned(ctx context.Context, user, id int64, pinned bool) error
 	SetThreadArchived(ctx context.Context, user, id int64, archived bool) error
-	DeleteThread(ctx context.Context, user, id int64) ([]string, error)
 	Roles(ctx context.Context, user int64) ([]db.Role, error)
 	RoleByName(ctx context.Context, user int64, name string) (db.Role, error)
 	Compactions(ctx context.Context, user, thread int64, under []int64) ([]db.Message, error)
@@ -499,14 +498,15 @@ func (h *threads) toggle(w http.ResponseWriter, r *http.Request, field string, s
 	redirect(w, r, fmt.Sprintf("/t/%d", id))
 }
 
-// delete removes the thread with its messages, runs and files.
+// delete removes the thread with its messages, runs and files; the
+// runtime stops its runs first.
 func (h *threads) delete(w http.ResponseWriter, r *http.Request) {
 	u, _ := currentUser(r)
 	id, ok := pathID(w, r, "id")
 	if !ok {
 		return
 	}
-	released, err := h.store.DeleteThread(r.Context(), u.ID, id)
+	released, err := h.rt.DeleteThread(r.Context(), u.ID, id)
 	if err != nil {
 		storeError(w, r, err)
 		return
