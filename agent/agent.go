@@ -187,18 +187,11 @@ func (a *Agent) RunAgent(ctx context.Context, h *chat.AgentHost) chat.AgentResul
 	return res
 }
 
-// modelError is a failure of the model server, which the runtime describes
-// to the user (unreachable, unknown model, …).
-type modelError struct{ err error }
-
-func (e modelError) Error() string { return e.err.Error() }
-func (e modelError) Unwrap() error { return e.err }
-
 // shown is what the user is told about why the run failed: the agent's own
 // messages and the model server's failures as they are, anything else (the
 // database, a broken checkpoint) in general words; its text is logged.
 func (x *run) shown(err error) error {
-	var me modelError
+	var me *chat.ModelError
 	if usererr.Is(err) || errors.Is(err, chat.ErrNoModel) || errors.As(err, &me) {
 		return err
 	}

@@ -151,7 +151,7 @@ func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools)
 		if chatErr == nil {
 			chatErr = errors.New("the model server ended the answer before it was complete")
 		}
-		return false, modelError{chatErr}
+		return false, &chat.ModelError{Err: chatErr}
 	}
 	content, thinking := x.h.Text()
 	x.cp.Usage["prompt_tokens"] += final.Metrics.PromptEvalCount

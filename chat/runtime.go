@@ -394,7 +394,7 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 		}
 		lastFlush := time.Now()
 		thinkingPhase := false
-		chatErr = rt.llm.Chat(ctx, req, func(resp api.ChatResponse) error {
+		chatErr = modelFailure(rt.llm.Chat(ctx, req, func(resp api.ChatResponse) error {
 			boundary := false
 			if t := resp.Message.Thinking; t != "" {
 				lr.append(EventThinking, t)
@@ -414,7 +414,7 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 				rt.flush(ctx, lr)
 			}
 			return nil
-		})
+		}))
 	}
 
 	fin.Content, fin.Thinking = lr.text()
@@ -634,6 +634,24 @@ func (rt *Runtime) flush(ctx context.Context, lr *liveRun) {
 	}
 }
 
+// ModelError is a failure that the model server's client returned (not
+// the database's, not Weft's): the runtime describes it by its type, and a
+// mid-stream error is the model server's own words, quoted as untrusted
+// text.
+type ModelError struct{ Err error }
+
+func (e *ModelError) Error() string { return e.Err.Error() }
+func (e *ModelError) Unwrap() error { return e.Err }
+
+// modelFailure marks err, returned by the model client, as the model
+// server's.
+func modelFailure(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ModelError{Err: err}
+}
+
 // ErrNoModel is returned when a thread has no model to answer with.
 var ErrNoModel = errors.New("no model")
 
@@ -646,6 +664,7 @@ func (rt *Runtime) describe(err error, model string) string {
 	var se api.StatusError
 	var ue *url.Error
 	var ne net.Error
+	var me *ModelError
 	if msg, ok := usererr.Message(err); ok {
 		return msg
 	}
@@ -666,6 +685,12 @@ func (rt *Runtime) describe(err error, model string) string {
 		return fmt.Sprintf("The model server refused the request (HTTP %d).", se.StatusCode)
 	case errors.As(err, &ue), errors.As(err, &ne):
 		return fmt.Sprintf("Ollama is not reachable at %s. Start it with `ollama serve`, or set OLLAMA_HOST to where it runs, then retry.", rt.cfg.OllamaHost)
+	case errors.As(err, &me) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		// An error line in the stream: the model server's words.
+		if msg := usererr.Untrusted(me.Err.Error(), maxServerMessage); msg != "" {
+			return "The model stopped with an error: " + msg
+		}
+		return GenericFailure
 	default:
 		return GenericFailure
 	}
