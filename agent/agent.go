@@ -16,6 +16,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/internal/usererr"
 	"weft/rag"
 )
 
@@ -186,23 +187,16 @@ func (a *Agent) RunAgent(ctx context.Context, h *chat.AgentHost) chat.AgentResul
 	return res
 }
 
-// modelError is a failure of the model server, which the runtime describes
-// to the user (unreachable, unknown model, …).
-type modelError struct{ err error }
-
-func (e modelError) Error() string { return e.err.Error() }
-func (e modelError) Unwrap() error { return e.err }
-
 // shown is what the user is told about why the run failed: the agent's own
 // messages and the model server's failures as they are, anything else (the
 // database, a broken checkpoint) in general words; its text is logged.
 func (x *run) shown(err error) error {
-	var me modelError
-	if chat.IsUserError(err) || errors.Is(err, chat.ErrNoModel) || errors.As(err, &me) {
+	var me *chat.ModelError
+	if usererr.Is(err) || errors.Is(err, chat.ErrNoModel) || errors.As(err, &me) {
 		return err
 	}
 	slog.Error("agent run failed", "run", x.r.ID, "model", x.r.Model, "err", err)
-	return chat.UserError("The agent stopped because of an error on the server. Its steps so far are kept above; retry to run it again.")
+	return usererr.New("The agent stopped because of an error on the server. Its steps so far are kept above; retry to run it again.")
 }
 
 // watchStop stops the run when a stop is requested through the database
@@ -295,7 +289,7 @@ func (x *run) load(ctx context.Context) error {
 	root := x.a.Root(x.ws)
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		slog.Error("create workspace folder", "workspace", x.ws.ID, "err", err)
-		return chat.UserError("The workspace folder could not be created on the server. Ask the administrator to check WEFT_DATA_DIR.")
+		return usererr.New("The workspace folder could not be created on the server. Ask the administrator to check WEFT_DATA_DIR.")
 	}
 	x.env = &Env{Root: root, User: x.r.OwnerID, Thread: x.r.ThreadID, Fetch: x.a.fetch}
 	if x.a.search != nil {
@@ -330,9 +324,8 @@ func (x *run) searchKB(ctx context.Context, query string, topK int) ([]KBHit, er
 	}
 	res, err := x.a.search.Search(ctx, rag.Query{User: x.r.OwnerID, KBs: kbs, Text: query, TopK: topK})
 	if err != nil {
-		var se *rag.SearchError
-		if errors.As(err, &se) {
-			return nil, Errorf("%s", se.Error())
+		if msg, ok := usererr.Message(err); ok {
+			return nil, Errorf("%s", msg)
 		}
 		return nil, err
 	}

@@ -157,6 +157,26 @@ func openWorkspace(env *Env) (*os.Root, error) {
 	return root, nil
 }
 
+// escapesRoot reports whether err is os.Root's refusal of a path that
+// leads out of the root (through "..", an absolute path or a symbolic
+// link). Go keeps that error unexported (os.errPathEscapes; proposal
+// golang/go#74640 would export it as os.ErrPathEscapes), so this is the one
+// place in Weft that recognizes an error by its text: the exact text of the
+// innermost error, never a substring of a longer message.
+// TestEscapesRootRecognizesOsRootRefusals pins it to the Go in use: it
+// fails, instead of letting an escape read as a generic failure, the day
+// the text changes. Replace it by errors.Is once the error is exported.
+func escapesRoot(err error) bool {
+	for err != nil {
+		inner := errors.Unwrap(err)
+		if inner == nil {
+			return err.Error() == "path escapes from parent"
+		}
+		err = inner
+	}
+	return false
+}
+
 // fileError turns an error of an *os.Root or *os.File call on rel into a
 // *ToolError that names only rel. Their own texts may hold the absolute
 // path of the workspace (a file opened in a Root is named by the joined
@@ -167,7 +187,7 @@ func fileError(rel string, err error) error {
 	switch {
 	case errors.As(err, &te):
 		return err
-	case strings.Contains(err.Error(), "path escapes from parent"):
+	case escapesRoot(err):
 		return Errorf("%s: %s leads outside it through a symbolic link", errOutside, rel)
 	case errors.Is(err, fs.ErrNotExist):
 		return Errorf("no such file: %s", rel)

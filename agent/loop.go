@@ -13,6 +13,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/internal/usererr"
 )
 
 // loop runs the tool loop from the checkpoint: pending calls first, then
@@ -34,7 +35,7 @@ func (x *run) loop(ctx context.Context) chat.AgentResult {
 	}
 	has, known := x.h.SupportsTools(ctx, model)
 	if known && !has {
-		return x.result(false, chat.UserError(fmt.Sprintf("The model %s cannot call tools, so it cannot work as an agent. "+
+		return x.result(false, usererr.New(fmt.Sprintf("The model %s cannot call tools, so it cannot work as an agent. "+
 			"Choose a model with tool support in the composer, or turn the agent off for this thread.", model)))
 	}
 	avail, err := x.availability(ctx)
@@ -62,7 +63,7 @@ func (x *run) loop(ctx context.Context) chat.AgentResult {
 			continue
 		}
 		if x.cp.Round >= x.max {
-			return x.result(false, chat.UserError(fmt.Sprintf("The agent stopped after %d tool rounds, the step limit of this workspace. "+
+			return x.result(false, usererr.New(fmt.Sprintf("The agent stopped after %d tool rounds, the step limit of this workspace. "+
 				"Its steps are kept above: ask it to go on, or raise the limit in the tool settings.", x.max)))
 		}
 		x.running(ctx)
@@ -150,7 +151,7 @@ func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools)
 		if chatErr == nil {
 			chatErr = errors.New("the model server ended the answer before it was complete")
 		}
-		return false, modelError{chatErr}
+		return false, &chat.ModelError{Err: chatErr}
 	}
 	content, thinking := x.h.Text()
 	x.cp.Usage["prompt_tokens"] += final.Metrics.PromptEvalCount
@@ -180,7 +181,7 @@ func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools)
 			if _, err := x.addStep(ctx, db.StepModelTurn, db.StepOK, data); err != nil {
 				return false, fmt.Errorf("record model turn: %w", err)
 			}
-			return false, chat.UserError(fmt.Sprintf("The agent kept repeating the same call to %s with the same arguments, "+
+			return false, usererr.New(fmt.Sprintf("The agent kept repeating the same call to %s with the same arguments, "+
 				"so it was stopped to avoid a loop. Its steps are kept above.", p.Name))
 		}
 		x.cp.Pending = append(x.cp.Pending, p)

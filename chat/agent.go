@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -24,7 +23,8 @@ type AgentResult struct {
 	// shutting down; it stays waiting in the database, and whichever
 	// instance runs next adopts it.
 	Detached bool
-	// Err is why the run failed (a userFacing error is shown as is).
+	// Err is why the run failed (its usererr message, when it has one, is
+	// shown as is).
 	Err error
 	// Meta is stored on the answer's metadata (evidence, rounds).
 	Meta  map[string]any
@@ -92,13 +92,6 @@ func (h *AgentHost) StopReason() string { return h.lr.reason() }
 
 // FlushEvery is how often streamed text should be flushed.
 func (h *AgentHost) FlushEvery() time.Duration { return h.rt.cfg.FlushEvery }
-
-// IsUserError reports whether err is shown to the user as is (made by
-// UserError).
-func IsUserError(err error) bool {
-	var uf userFacing
-	return errors.As(err, &uf)
-}
 
 // EstimateTokens estimates the prompt tokens of msgs with the assembly's
 // calibration (the same estimate the assembler uses).

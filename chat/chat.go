@@ -11,10 +11,12 @@ package chat
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"weft/db"
+	"weft/internal/usererr"
 )
 
 // MaxMessageRunes caps one message's text.
@@ -22,8 +24,8 @@ const MaxMessageRunes = 100_000
 
 // ErrEmpty and ErrTooLong reject a message before anything is stored.
 var (
-	ErrEmpty   = errors.New("the message is empty")
-	ErrTooLong = errors.New("the message is longer than 100,000 characters")
+	ErrEmpty   = usererr.New("the message is empty")
+	ErrTooLong = usererr.New("the message is longer than 100,000 characters")
 )
 
 // Input is one send from the composer.
@@ -141,20 +143,57 @@ func (rt *Runtime) Resume(ctx context.Context, user, run int64) (db.Run, error) 
 }
 
 // DeleteMessage removes a message and its subtree; answers being written
-// inside it are stopped.
+// inside it are stopped (here at once; on another instance at its next
+// flush, which finds the run gone).
 func (rt *Runtime) DeleteMessage(ctx context.Context, user, message int64) (db.DeletedSubtree, error) {
 	del, err := rt.store.DeleteMessage(ctx, user, message)
 	if err != nil {
 		return del, err
 	}
+	rt.stopLive(del.ActiveRuns)
+	return del, nil
+}
+
+// DeleteThread removes one of the user's threads after stopping its runs as
+// Stop does: queued ones never start, a running answer's model request is
+// cancelled here, or on the instance running it at its next flush (through
+// cancel_requested, or because the run is gone by then). It returns the
+// content hashes of the files the thread released.
+func (rt *Runtime) DeleteThread(ctx context.Context, user, thread int64) ([]string, error) {
+	active, err := rt.store.CancelThreadRuns(ctx, user, thread)
+	if err != nil {
+		return nil, fmt.Errorf("stop the thread's runs: %w", err)
+	}
+	rt.stopLive(active)
+	released, err := rt.store.DeleteThread(ctx, user, thread)
+	if err != nil {
+		return nil, err
+	}
+	// A run started in between (a message sent meanwhile) is stopped too.
+	rt.stopThread(thread)
+	return released, nil
+}
+
+// stopLive stops the runs of ids that execute on this instance.
+func (rt *Runtime) stopLive(ids []int64) {
 	rt.mu.Lock()
-	for _, id := range del.ActiveRuns {
+	defer rt.mu.Unlock()
+	for _, id := range ids {
 		if lr := rt.live[id]; lr != nil {
 			lr.stop("user")
 		}
 	}
-	rt.mu.Unlock()
-	return del, nil
+}
+
+// stopThread stops every run of a thread that executes on this instance.
+func (rt *Runtime) stopThread(thread int64) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, lr := range rt.live {
+		if lr.threadID == thread {
+			lr.stop("user")
+		}
+	}
 }
 
 // queued starts a just-queued run when its thread and user have room.

@@ -13,6 +13,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"weft/db"
+	"weft/internal/usererr"
 )
 
 // Compaction: when a thread's path no longer fits the model's context
@@ -24,7 +25,7 @@ import (
 
 // ErrNothingToCompact is returned when a path has no older turns to
 // summarize.
-var ErrNothingToCompact = errors.New("nothing to summarize yet: only the latest turn is in the conversation")
+var ErrNothingToCompact = usererr.New("nothing to summarize yet: only the latest turn is in the conversation")
 
 const summaryPrompt = "You summarize conversations so that they can continue without the original messages. " +
 	"Write a concise summary of the conversation below: the user's goals and preferences, facts, names, numbers, " +
@@ -237,7 +238,7 @@ func (rt *Runtime) Compact(ctx context.Context, user, thread int64) (db.Message,
 	m, err := rt.compactFor(ctx, user, a, covered, false)
 	if err != nil && !errors.Is(err, ErrNothingToCompact) {
 		slog.Warn("compaction", "thread", thread, "err", err)
-		return db.Message{}, fmt.Errorf("%w: %s", ErrCompactionFailed, rt.describe(err, a.Model))
+		return db.Message{}, usererr.Wrap(fmt.Errorf("%w: %w", ErrCompactionFailed, err), ErrCompactionFailed.Error()+": "+rt.describe(err, a.Model))
 	}
 	return m, err
 }
@@ -245,7 +246,7 @@ func (rt *Runtime) Compact(ctx context.Context, user, thread int64) (db.Message,
 // ErrCompactionOff and ErrCompactionFailed explain a refused manual
 // compaction.
 var (
-	ErrCompactionOff    = errors.New("compaction is switched off for this thread; switch it on in the thread's settings first")
+	ErrCompactionOff    = usererr.New("compaction is switched off for this thread; switch it on in the thread's settings first")
 	ErrCompactionFailed = errors.New("the summary could not be written")
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"weft/db"
+	"weft/internal/usererr"
 )
 
 // This file is the one place where model requests are put together, for
@@ -186,7 +187,7 @@ func (rt *Runtime) withAttachments(ctx context.Context, user int64, model string
 				}
 				if err != nil {
 					slog.Error("read attached image", "attachment", f.ID, "err", err)
-					return nil, userFacing{fmt.Sprintf("The attached image %s could not be read on the server; the server log has the details.", f.Name)}
+					return nil, usererr.Wrap(err, fmt.Sprintf("The attached image %s could not be read on the server; the server log has the details.", f.Name))
 				}
 				msg.Images = append(msg.Images, api.ImageData(data))
 			case f.Kind == db.AttachImage:

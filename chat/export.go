@@ -85,41 +85,76 @@ func ExportMarkdown(w io.Writer, t db.Thread, path []db.Message) error {
 // ErrBadImport wraps every reason an import file is refused.
 var ErrBadImport = errors.New("not a Weft thread export")
 
+// badImport is a refused import file; its message (ErrBadImport's text and
+// what is wrong) is for the user.
+type badImport struct {
+	detail string
+	cause  error // for the log only
+}
+
+func badImportf(format string, args ...any) error {
+	return &badImport{detail: fmt.Sprintf(format, args...)}
+}
+
+// notJSON refuses a file the decoder could not read: the decoder's own
+// words when they are about the JSON, generic ones otherwise (a read
+// error may name a temporary file of the server).
+func notJSON(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &badImport{detail: fmt.Sprintf("the file is not valid JSON (%v)", err), cause: err}
+	}
+	return &badImport{detail: "the file could not be read as JSON", cause: err}
+}
+
+func (e *badImport) Error() string { return ErrBadImport.Error() + ": " + e.detail }
+
+// UserMessage makes a refused import a usererr.Messager.
+func (e *badImport) UserMessage() string { return e.Error() }
+
+func (e *badImport) Unwrap() []error {
+	if e.cause == nil {
+		return []error{ErrBadImport}
+	}
+	return []error{ErrBadImport, e.cause}
+}
+
 // ParseImport reads and checks a JSON export. Anything wrong is refused
 // with a message saying what, before anything is stored.
 func ParseImport(r io.Reader) (db.ImportedThread, error) {
 	var f exportFile
 	dec := json.NewDecoder(io.LimitReader(r, MaxImportBytes+1))
 	if err := dec.Decode(&f); err != nil {
-		return db.ImportedThread{}, fmt.Errorf("%w: the file is not valid JSON (%v)", ErrBadImport, err)
+		return db.ImportedThread{}, notJSON(err)
 	}
 	if f.Format != "weft-thread" || f.Version != ExportVersion {
-		return db.ImportedThread{}, fmt.Errorf("%w: expected format \"weft-thread\" version %d", ErrBadImport, ExportVersion)
+		return db.ImportedThread{}, badImportf("expected format \"weft-thread\" version %d", ExportVersion)
 	}
 	if len(f.Messages) == 0 {
-		return db.ImportedThread{}, fmt.Errorf("%w: it has no messages", ErrBadImport)
+		return db.ImportedThread{}, badImportf("it has no messages")
 	}
 	if len(f.Messages) > MaxImportMessages {
-		return db.ImportedThread{}, fmt.Errorf("%w: more than %d messages", ErrBadImport, MaxImportMessages)
+		return db.ImportedThread{}, badImportf("more than %d messages", MaxImportMessages)
 	}
 	out := db.ImportedThread{Title: clip(f.Title, 200), Model: clip(f.Model, 200), Notes: f.Notes, ActiveLeaf: -1}
 	index := make(map[int64]int, len(f.Messages))
 	for i, m := range f.Messages {
 		if _, dup := index[m.ID]; dup {
-			return db.ImportedThread{}, fmt.Errorf("%w: message id %d appears twice", ErrBadImport, m.ID)
+			return db.ImportedThread{}, badImportf("message id %d appears twice", m.ID)
 		}
 		parent := -1
 		if m.Parent != nil {
 			p, ok := index[*m.Parent]
 			if !ok {
-				return db.ImportedThread{}, fmt.Errorf("%w: message %d names parent %d, which does not come before it", ErrBadImport, m.ID, *m.Parent)
+				return db.ImportedThread{}, badImportf("message %d names parent %d, which does not come before it", m.ID, *m.Parent)
 			}
 			parent = p
 		}
 		switch m.Role {
 		case "user", "assistant", "system", "tool":
 		default:
-			return db.ImportedThread{}, fmt.Errorf("%w: message %d has unknown role %q", ErrBadImport, m.ID, m.Role)
+			return db.ImportedThread{}, badImportf("message %d has unknown role %q", m.ID, m.Role)
 		}
 		status := m.Status
 		switch status {
@@ -129,21 +164,21 @@ func ParseImport(r io.Reader) (db.ImportedThread, error) {
 		case "":
 			status = db.MsgComplete
 		default:
-			return db.ImportedThread{}, fmt.Errorf("%w: message %d has unknown status %q", ErrBadImport, m.ID, m.Status)
+			return db.ImportedThread{}, badImportf("message %d has unknown status %q", m.ID, m.Status)
 		}
 		if !utf8.ValidString(m.Content) || utf8.RuneCountInString(m.Content) > 1_000_000 {
-			return db.ImportedThread{}, fmt.Errorf("%w: message %d has text that is not UTF-8 or too long", ErrBadImport, m.ID)
+			return db.ImportedThread{}, badImportf("message %d has text that is not UTF-8 or too long", m.ID)
 		}
 		for _, raw := range []json.RawMessage{m.Parts, m.Metadata} {
 			if len(raw) > 0 && !json.Valid(raw) {
-				return db.ImportedThread{}, fmt.Errorf("%w: message %d has malformed parts or metadata", ErrBadImport, m.ID)
+				return db.ImportedThread{}, badImportf("message %d has malformed parts or metadata", m.ID)
 			}
 		}
 		if len(m.Metadata) > 0 && !strings.HasPrefix(strings.TrimSpace(string(m.Metadata)), "{") {
-			return db.ImportedThread{}, fmt.Errorf("%w: message %d has metadata that is not an object", ErrBadImport, m.ID)
+			return db.ImportedThread{}, badImportf("message %d has metadata that is not an object", m.ID)
 		}
 		if len(m.Parts) > 0 && !strings.HasPrefix(strings.TrimSpace(string(m.Parts)), "[") {
-			return db.ImportedThread{}, fmt.Errorf("%w: message %d has parts that are not a list", ErrBadImport, m.ID)
+			return db.ImportedThread{}, badImportf("message %d has parts that are not a list", m.ID)
 		}
 		index[m.ID] = i
 		out.Messages = append(out.Messages, db.ImportedMessage{Parent: parent, Role: m.Role, Content: m.Content,
@@ -152,7 +187,7 @@ func ParseImport(r io.Reader) (db.ImportedThread, error) {
 	if f.ActiveLeaf != nil {
 		i, ok := index[*f.ActiveLeaf]
 		if !ok {
-			return db.ImportedThread{}, fmt.Errorf("%w: the active message %d is not in the file", ErrBadImport, *f.ActiveLeaf)
+			return db.ImportedThread{}, badImportf("the active message %d is not in the file", *f.ActiveLeaf)
 		}
 		out.ActiveLeaf = i
 	}

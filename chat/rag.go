@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"weft/db"
+	"weft/internal/usererr"
 )
 
 // Retriever finds the sources of a rag answer (implemented by package rag).
@@ -98,7 +98,7 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 		}
 	}
 	if rt.cfg.Retriever == nil {
-		return nil, nil, "", userFacing{"Knowledge bases cannot be searched on this server right now."}
+		return nil, nil, "", usererr.New("Knowledge bases cannot be searched on this server right now.")
 	}
 	question, err := rt.store.Message(ctx, r.OwnerID, *r.UserMessageID)
 	if err != nil {
@@ -111,12 +111,11 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 		if ctx.Err() != nil {
 			return nil, nil, "", ctx.Err()
 		}
-		var se searchError
-		if errors.As(err, &se) {
-			return nil, nil, "", userFacing{capitalize(err.Error())}
+		if msg, ok := usererr.Message(err); ok {
+			return nil, nil, "", usererr.Wrap(err, capitalize(msg))
 		}
 		slog.Error("knowledge base search", "run", r.ID, "err", err)
-		return nil, nil, "", userFacing{"The knowledge base could not be searched; the server log has the details. Retry in a moment."}
+		return nil, nil, "", usererr.Wrap(err, "The knowledge base could not be searched; the server log has the details. Retry in a moment.")
 	}
 	if len(sources) == 0 {
 		return kbs, nil, nothingFound(kbs), nil
@@ -126,19 +125,6 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 	}
 	return kbs, sources, "", nil
 }
-
-// searchError is implemented by retrieval errors whose text is written for
-// the user (rag.ErrSearch).
-type searchError interface{ UserFacing() bool }
-
-// userFacing is an error whose text is written for the user.
-type userFacing struct{ msg string }
-
-// UserError is an error whose text is shown to the user as is (it must
-// carry no internals).
-func UserError(msg string) error { return userFacing{msg: msg} }
-
-func (u userFacing) Error() string { return u.msg }
 
 func capitalize(s string) string {
 	if s == "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"weft/db"
+	"weft/internal/usererr"
 )
 
 // Store is what the runtime needs from the database.
@@ -23,6 +24,8 @@ type Store interface {
 	EditMessage(ctx context.Context, user, message int64, content, kind string) (db.Sent, error)
 	ContinueAnswer(ctx context.Context, user, message int64, kind string) (db.Sent, error)
 	DeleteMessage(ctx context.Context, user, message int64) (db.DeletedSubtree, error)
+	CancelThreadRuns(ctx context.Context, user, thread int64) ([]int64, error)
+	DeleteThread(ctx context.Context, user, id int64) ([]string, error)
 	Message(ctx context.Context, user, id int64) (db.Message, error)
 	ClaimNextRun(ctx context.Context, thread int64, instance string, userCap int) (db.Run, bool, error)
 	ThreadsWithQueuedRuns(ctx context.Context, owner int64) ([]int64, error)
@@ -397,7 +400,7 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 		}
 		lastFlush := time.Now()
 		thinkingPhase := false
-		chatErr = rt.llm.Chat(ctx, req, func(resp api.ChatResponse) error {
+		chatErr = modelFailure(rt.llm.Chat(ctx, req, func(resp api.ChatResponse) error {
 			boundary := false
 			if t := resp.Message.Thinking; t != "" {
 				lr.append(EventThinking, t)
@@ -417,7 +420,7 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 				rt.flush(ctx, lr)
 			}
 			return nil
-		})
+		}))
 	}
 
 	fin.Content, fin.Thinking = lr.text()
@@ -503,7 +506,7 @@ func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run) {
 	h := &AgentHost{Run: r, rt: rt, lr: lr}
 	var res AgentResult
 	if rt.cfg.Agent == nil {
-		res.Err = userFacing{msg: "The agent is not available on this server."}
+		res.Err = usererr.New("The agent is not available on this server.")
 	} else {
 		res = rt.cfg.Agent.RunAgent(ctx, h)
 	}
@@ -530,11 +533,8 @@ func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run) {
 	default:
 		fin.RunStatus, fin.MsgStatus = db.RunFailed, db.MsgError
 		fin.Error = rt.describe(res.Err, r.Model)
-		if res.Err != nil {
-			var uf userFacing
-			if !errors.As(res.Err, &uf) {
-				slog.Warn("agent run failed", "run", r.ID, "model", r.Model, "err", res.Err)
-			}
+		if res.Err != nil && !usererr.Is(res.Err) {
+			slog.Warn("agent run failed", "run", r.ID, "model", r.Model, "err", res.Err)
 		}
 	}
 	fin.Usage["wall_ms"] = time.Since(started).Milliseconds()
@@ -642,19 +642,41 @@ func (rt *Runtime) flush(ctx context.Context, lr *liveRun) {
 	}
 }
 
+// ModelError is a failure that the model server's client returned (not
+// the database's, not Weft's): the runtime describes it by its type, and a
+// mid-stream error is the model server's own words, quoted as untrusted
+// text.
+type ModelError struct{ Err error }
+
+func (e *ModelError) Error() string { return e.Err.Error() }
+func (e *ModelError) Unwrap() error { return e.Err }
+
+// modelFailure marks err, returned by the model client, as the model
+// server's.
+func modelFailure(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ModelError{Err: err}
+}
+
 // ErrNoModel is returned when a thread has no model to answer with.
 var ErrNoModel = errors.New("no model")
 
-// describe turns a model-server failure into a message for the user: what
-// happened and what to do, without internals.
+// describe turns a run's failure into a message for the user: what
+// happened and what to do, without internals. An error that carries its
+// own message (usererr) says it; a failure of the model server is named by
+// its type; anything else (the database, a file, a bug) is a generic
+// message, its text only in the log.
 func (rt *Runtime) describe(err error, model string) string {
 	var se api.StatusError
 	var ue *url.Error
 	var ne net.Error
-	var uf userFacing
+	var me *ModelError
+	if msg, ok := usererr.Message(err); ok {
+		return msg
+	}
 	switch {
-	case errors.As(err, &uf):
-		return uf.msg
 	case err == nil:
 		return "The model server ended the answer before it was complete."
 	case errors.Is(err, ErrNoModel):
@@ -662,13 +684,32 @@ func (rt *Runtime) describe(err error, model string) string {
 	case errors.As(err, &se) && se.StatusCode == 404:
 		return fmt.Sprintf("Model %q is not available on the Ollama server at %s. Pull it with `ollama pull %s` or choose another model.", model, rt.cfg.OllamaHost, model)
 	case errors.As(err, &se):
-		return "The model server refused the request: " + se.ErrorMessage
+		// Ollama's own words about the model help (a model that cannot
+		// chat, a context too long); they are another server's text, so
+		// they are quoted cleaned and short.
+		if msg := usererr.Untrusted(se.ErrorMessage, maxServerMessage); msg != "" {
+			return "The model server refused the request: " + msg
+		}
+		return fmt.Sprintf("The model server refused the request (HTTP %d).", se.StatusCode)
 	case errors.As(err, &ue), errors.As(err, &ne):
 		return fmt.Sprintf("Ollama is not reachable at %s. Start it with `ollama serve`, or set OLLAMA_HOST to where it runs, then retry.", rt.cfg.OllamaHost)
+	case errors.As(err, &me) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		// An error line in the stream: the model server's words.
+		if msg := usererr.Untrusted(me.Err.Error(), maxServerMessage); msg != "" {
+			return "The model stopped with an error: " + msg
+		}
+		return GenericFailure
 	default:
-		return "The model stopped with an error: " + err.Error()
+		return GenericFailure
 	}
 }
+
+// GenericFailure is what a user is told about a failure that carries no
+// message of its own; its details are in the server log.
+const GenericFailure = "The answer failed because of an error on the server; the server log has the details. Retry in a moment."
+
+// maxServerMessage caps the model server's error text quoted to the user.
+const maxServerMessage = 300
 
 func toAPIMessages(path []db.Message) []api.Message {
 	out := make([]api.Message, 0, len(path))

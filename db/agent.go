@@ -372,6 +372,9 @@ func (d *DB) SetRunWaiting(ctx context.Context, run int64, waiting bool) (cancel
 func (d *DB) CancelRequested(ctx context.Context, run int64) (bool, error) {
 	var c bool
 	err := d.Pool.QueryRow(ctx, "SELECT cancel_requested FROM runs WHERE id = $1", run).Scan(&c)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return true, nil // deleted with its thread or message: stop
+	}
 	return c, mapErr(err)
 }
 

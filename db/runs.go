@@ -331,9 +331,48 @@ func (d *DB) FlushAnswer(ctx context.Context, run, msg int64, content, thinking 
 				updated_at = now() WHERE id = $1`, msg, content, thinking); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, "SELECT cancel_requested FROM runs WHERE id = $1", run).Scan(&cancelRequested)
+		err := tx.QueryRow(ctx, "SELECT cancel_requested FROM runs WHERE id = $1", run).Scan(&cancelRequested)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// The run was deleted with its thread or message (perhaps by
+			// another instance): that is a stop too.
+			cancelRequested = true
+			return nil
+		}
+		return err
 	})
 	return cancelRequested, err
+}
+
+// CancelThreadRuns stops every run of one of the user's threads, as Stop
+// does, before the thread is deleted: queued runs are cancelled (so none
+// starts), running and waiting ones get cancel_requested (the instance
+// running one stops it at its next flush). It returns the ids of the runs
+// that were running or waiting, for the runtime to stop the ones it holds.
+func (d *DB) CancelThreadRuns(ctx context.Context, user, thread int64) ([]int64, error) {
+	rows, err := d.Pool.Query(ctx, `UPDATE runs SET
+			status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
+			finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
+			cancel_requested = status IN ('running', 'waiting') OR cancel_requested
+		WHERE thread_id = $1 AND owner_id = $2 AND status IN ('queued', 'running', 'waiting')
+		RETURNING id, status`, thread, user)
+	if err != nil {
+		return nil, err
+	}
+	type cancelled struct {
+		ID     int64
+		Status string
+	}
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[cancelled])
+	if err != nil {
+		return nil, err
+	}
+	var active []int64
+	for _, c := range all {
+		if c.Status != RunCancelled {
+			active = append(active, c.ID)
+		}
+	}
+	return active, nil
 }
 
 // Finish is how a run ended.

@@ -11,6 +11,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/internal/usererr"
 	"weft/views"
 )
 
@@ -236,7 +237,7 @@ func (h *threads) cmdCompact(w http.ResponseWriter, r *http.Request, u db.User, 
 	m, err := h.rt.Compact(r.Context(), u.ID, t.ID)
 	switch {
 	case errors.Is(err, chat.ErrNothingToCompact), errors.Is(err, chat.ErrCompactionOff), errors.Is(err, chat.ErrCompactionFailed):
-		h.refuse(w, r, in, capitalize(err.Error())+".")
+		h.refuse(w, r, in, capitalize(usererr.Or(err, "the summary could not be written"))+".")
 		return
 	case errors.Is(err, chat.ErrNoModel):
 		h.refuse(w, r, in, "No model is chosen for this thread. Pick one first (/model NAME).")

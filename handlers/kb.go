@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -16,9 +19,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
+	"github.com/ollama/ollama/api"
 
 	"weft/db"
 	"weft/extract"
+	"weft/internal/usererr"
 	"weft/rag"
 	"weft/views"
 )
@@ -108,7 +113,7 @@ func (h *kbs) create(w http.ResponseWriter, r *http.Request) {
 	}
 	dims, err := h.rag.Dimensions(r.Context(), model)
 	if err != nil {
-		h.renderList(w, r, http.StatusUnprocessableEntity, name, fmt.Sprintf("The embedding model %q could not be used: %s", model, embedProblem(err)))
+		h.renderList(w, r, http.StatusUnprocessableEntity, name, fmt.Sprintf("The embedding model %q could not be used: %s", model, embedProblem(r, err)))
 		return
 	}
 	if dims > db.MaxDims {
@@ -127,18 +132,25 @@ func (h *kbs) create(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, fmt.Sprintf("/kb/%d", kb.ID))
 }
 
-// embedProblem is the user's part of an embedding error.
-func embedProblem(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, ": "); i >= 0 && strings.Contains(msg[:i], "Post ") {
+// embedProblem is the user's part of an embedding error, told by its type:
+// the Ollama client's api.StatusError (404: no such model, 501: it cannot
+// embed), a transport error (*url.Error, net.Error: Ollama is not
+// reachable); anything else is logged with the request.
+func embedProblem(r *http.Request, err error) string {
+	var se api.StatusError
+	var ue *url.Error
+	var ne net.Error
+	switch {
+	case errors.As(err, &se) && se.StatusCode == http.StatusNotFound:
+		return "it is not on the Ollama server (ollama pull it first)."
+	case errors.As(err, &se) && se.StatusCode == http.StatusNotImplemented:
+		return "it cannot make embeddings; choose an embedding model."
+	case errors.As(err, &se):
+		return "Ollama refused it."
+	case errors.As(err, &ue), errors.As(err, &ne):
 		return "Ollama is not reachable."
 	}
-	if strings.Contains(msg, "not found") {
-		return "it is not on the Ollama server (ollama pull it first)."
-	}
-	if strings.Contains(msg, "does not support embeddings") {
-		return "it cannot make embeddings; choose an embedding model."
-	}
+	slog.WarnContext(r.Context(), "embedding probe failed", "path", r.URL.Path, "err", err)
 	return "Ollama refused it."
 }
 
@@ -165,8 +177,8 @@ func (h *kbs) show(w http.ResponseWriter, r *http.Request) {
 		} else {
 			res, err := h.rag.Search(r.Context(), rag.Query{User: u.ID, KBs: []db.KnowledgeBase{kb}, Text: q, All: true, TopK: kb.TopK})
 			switch {
-			case errors.Is(err, rag.ErrSearch):
-				d.SearchError, d.Searched = capitalize(err.Error()), false
+			case usererr.Is(err):
+				d.SearchError, d.Searched = capitalize(usererr.Or(err, "")), false
 			case err != nil:
 				serverError(w, r, err)
 				return
@@ -391,7 +403,7 @@ func (h *kbs) model(w http.ResponseWriter, r *http.Request) {
 	}
 	dims, err := h.rag.Dimensions(r.Context(), model)
 	if err != nil {
-		badRequest(w, r, fmt.Sprintf("The embedding model %q could not be used: %s", model, embedProblem(err)))
+		badRequest(w, r, fmt.Sprintf("The embedding model %q could not be used: %s", model, embedProblem(r, err)))
 		return
 	}
 	if dims > db.MaxDims {

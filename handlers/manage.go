@@ -15,6 +15,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/internal/usererr"
 	"weft/views"
 )
 
@@ -190,8 +191,12 @@ func (h *manage) importThread(w http.ResponseWriter, r *http.Request) {
 	}
 	defer file.Close()
 	in, err := chat.ParseImport(file)
+	if msg, ok := usererr.Message(err); ok {
+		h.importError(w, r, "Not imported: "+msg+".")
+		return
+	}
 	if err != nil {
-		h.importError(w, r, "Not imported: "+err.Error()+".")
+		serverError(w, r, err)
 		return
 	}
 	ws, err := h.shell.currentWorkspace(r, u.ID)

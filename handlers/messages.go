@@ -10,6 +10,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/internal/usererr"
 )
 
 type messageStore interface {
@@ -68,7 +69,7 @@ func (h *messages) afterSend(w http.ResponseWriter, r *http.Request) func(db.Sen
 	return func(sent db.Sent, err error) {
 		switch {
 		case errors.Is(err, chat.ErrEmpty), errors.Is(err, chat.ErrTooLong):
-			badRequest(w, r, "Not sent: "+err.Error()+".")
+			badRequest(w, r, "Not sent: "+usererr.Or(err, "the message could not be read")+".")
 		case errors.Is(err, db.ErrNotRetryable):
 			badRequest(w, r, "This message cannot be answered again.")
 		case errors.Is(err, db.ErrNotEditable):

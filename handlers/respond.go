@@ -10,6 +10,7 @@ import (
 	"github.com/a-h/templ"
 
 	"weft/db"
+	"weft/internal/usererr"
 	"weft/views"
 )
 
@@ -52,8 +53,12 @@ func errorPage(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	render(w, r, code, views.Page(http.StatusText(code), views.ErrorPage(code, msg)))
 }
 
+// genericFailure is shown for an error that carries no message of its own.
+const genericFailure = "Something went wrong on our side. It has been logged; please try again."
+
 // serverError logs err with the request's context and shows a message that
-// never carries internals.
+// never carries internals: err's own message for the user when it carries
+// one (usererr), else a generic one.
 func serverError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		// The client went away: there is nobody to answer and nothing broke.
@@ -64,13 +69,15 @@ func serverError(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusInternalServerError)
 	_ = views.Page("Error", views.ErrorPage(http.StatusInternalServerError,
-		"Something went wrong on our side. It has been logged; please try again.")).Render(r.Context(), w)
+		usererr.Or(err, genericFailure))).Render(r.Context(), w)
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {
 	errorPage(w, r, http.StatusNotFound, "There is nothing here, or it is not yours to see.")
 }
 
+// badRequest refuses the request with msg, written by the handler for the
+// user (never an error's text).
 func badRequest(w http.ResponseWriter, r *http.Request, msg string) {
 	errorPage(w, r, http.StatusBadRequest, msg)
 }

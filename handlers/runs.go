@@ -30,6 +30,7 @@ type runtime interface {
 	Edit(ctx context.Context, user, message int64, content string) (db.Sent, error)
 	Continue(ctx context.Context, user, assistantMsg int64) (db.Sent, error)
 	DeleteMessage(ctx context.Context, user, message int64) (db.DeletedSubtree, error)
+	DeleteThread(ctx context.Context, user, thread int64) ([]string, error)
 	Cancel(ctx context.Context, user, run int64) (db.Run, error)
 	Subscribe(run int64) (chat.Snapshot, <-chan chat.Event, func(), bool)
 	TitleChanged(thread int64) (<-chan struct{}, func())

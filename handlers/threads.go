@@ -15,6 +15,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/internal/usererr"
 	"weft/media"
 	"weft/views"
 )
@@ -33,7 +34,6 @@ type threadStore interface {
 	RenameThread(ctx context.Context, user, id int64, title string) error
 	SetThreadPinned(ctx context.Context, user, id int64, pinned bool) error
 	SetThreadArchived(ctx context.Context, user, id int64, archived bool) error
-	DeleteThread(ctx context.Context, user, id int64) ([]string, error)
 	Roles(ctx context.Context, user int64) ([]db.Role, error)
 	RoleByName(ctx context.Context, user int64, name string) (db.Role, error)
 	Compactions(ctx context.Context, user, thread int64, under []int64) ([]db.Message, error)
@@ -218,7 +218,7 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 	sent, err := h.rt.Send(r.Context(), u.ID, in)
 	switch {
 	case errors.Is(err, chat.ErrEmpty), errors.Is(err, chat.ErrTooLong):
-		h.refuse(w, r, in, "Message not sent: "+err.Error()+".")
+		h.refuse(w, r, in, "Message not sent: "+usererr.Or(err, "it could not be read")+".")
 		return
 	case errors.Is(err, db.ErrNotFound) && in.RoleID != nil:
 		h.refuse(w, r, in, "Message not sent: that role does not exist any more. Choose another one.")
@@ -515,14 +515,15 @@ func (h *threads) toggle(w http.ResponseWriter, r *http.Request, field string, s
 	redirect(w, r, fmt.Sprintf("/t/%d", id))
 }
 
-// delete removes the thread with its messages, runs and files.
+// delete removes the thread with its messages, runs and files; the
+// runtime stops its runs first.
 func (h *threads) delete(w http.ResponseWriter, r *http.Request) {
 	u, _ := currentUser(r)
 	id, ok := pathID(w, r, "id")
 	if !ok {
 		return
 	}
-	released, err := h.store.DeleteThread(r.Context(), u.ID, id)
+	released, err := h.rt.DeleteThread(r.Context(), u.ID, id)
 	if err != nil {
 		storeError(w, r, err)
 		return
@@ -598,8 +599,8 @@ func (h *threads) attach(w http.ResponseWriter, r *http.Request, u db.User, in *
 		model = h.shell.models.Default(r.Context())
 	}
 	prepared, err := h.media.Prepare(r.Context(), uploads)
-	if errors.Is(err, media.ErrRefused) {
-		h.refuse(w, r, *in, "Message not sent: "+err.Error())
+	if msg, ok := usererr.Message(err); ok && errors.Is(err, media.ErrRefused) {
+		h.refuse(w, r, *in, "Message not sent: "+msg)
 		return false
 	}
 	if err != nil {

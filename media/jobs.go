@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"weft/db"
+	"weft/internal/usererr"
 )
 
 // SpeechArgs is the job that reads a message aloud.
@@ -116,12 +117,8 @@ func (w *imageWorker) Work(ctx context.Context, job *river.Job[ImageArgs]) error
 	})
 }
 
-// userFacing is a failure whose text is shown on the media as is.
-type userFacing struct{ msg string }
-
-func (u userFacing) Error() string { return u.msg }
-
-func userError(msg string) error { return userFacing{msg: msg} }
+// userError is a failure whose text is shown on the media as is.
+func userError(msg string) error { return usererr.New(msg) }
 
 // generate runs one generation and records its outcome on the media (a
 // failure shows there, never on the message's text). The job itself
@@ -155,30 +152,21 @@ func (s *Service) generate(ctx context.Context, id int64, fn func(context.Contex
 }
 
 // describe turns a generation failure into a message for the user: what
-// the engine said when it answered, never addresses or internals.
+// the engine said when it answered, never addresses or internals. Errors
+// are told apart by type (remote.go's remoteError, refusals, usererr),
+// never by their text.
 func describe(err error) string {
-	var uf userFacing
-	msg := err.Error()
 	switch {
-	case errors.As(err, &uf):
-		return uf.msg
-	case errors.Is(err, ErrNotImage): // before ErrRefused: it wraps the refusal of what came back
+	case errors.Is(err, ErrNotImage): // before the refusal of what came back, which it wraps
 		return "The image server's reply is not an image."
-	case errors.Is(err, ErrRefused):
-		return msg
 	case errors.Is(err, ErrNothingToSay):
 		return "This answer has no text to read aloud."
 	case errors.Is(err, exec.ErrNotFound):
 		return "espeak-ng is not installed on the server: an admin can install it, or set up a speech endpoint on /admin."
 	case errors.Is(err, context.DeadlineExceeded):
 		return "Generating took too long and was stopped."
-	case strings.Contains(msg, " answered "):
-		return capitalize(strings.TrimPrefix(msg, "media: ")) // the engine's own words, capped and with the key masked
-	case strings.Contains(msg, "unreachable"):
-		return "The media server could not be reached. An admin can check its address on /admin."
-	default:
-		return "Generating failed on the server."
 	}
+	return usererr.Or(err, "Generating failed on the server.")
 }
 
 func capitalize(s string) string {

@@ -33,11 +33,26 @@ type refusal struct {
 
 func (e *refusal) Error() string { return e.msg }
 
+// UserMessage makes a refusal a usererr.Messager: its message is written
+// for the user.
+func (e *refusal) UserMessage() string { return e.msg }
+
 func (e *refusal) Unwrap() []error {
 	if e.cause == nil {
 		return []error{ErrRefused}
 	}
 	return []error{ErrRefused, e.cause}
+}
+
+// inFile names the file in an error about it: a refusal stays one (its
+// message for the user leads with the name), anything else is wrapped for
+// the log.
+func inFile(name string, err error) error {
+	var r *refusal
+	if errors.As(err, &r) {
+		return refuse(err, "%s: %s", name, r.msg)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 func refuse(cause error, format string, args ...any) error {

@@ -80,12 +80,12 @@ func (r remote) do(req *http.Request, withKey bool, max int64) ([]byte, error) {
 		if ctxErr := req.Context().Err(); ctxErr != nil {
 			return nil, fmt.Errorf("media: %s: %w", r.what, ctxErr)
 		}
-		return nil, fmt.Errorf("media: %s unreachable: %w", r.what, err)
+		return nil, &remoteError{what: r.what, cause: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
-		return nil, fmt.Errorf("media: %s answered %s: %s", r.what, resp.Status, r.errorText(snippet))
+		return nil, &remoteError{what: r.what, status: resp.Status, text: r.errorText(snippet)}
 	}
 	if resp.ContentLength > max {
 		return nil, fmt.Errorf("media: the %s's reply is %s, over the limit of %s", r.what, readableSize(resp.ContentLength), readableSize(max))
@@ -98,6 +98,35 @@ func (r remote) do(req *http.Request, withKey bool, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("media: the %s's reply is over the limit of %s", r.what, readableSize(max))
 	}
 	return data, nil
+}
+
+// remoteError is a media server that could not be reached (cause set) or
+// answered with an error status (status and its cleaned text). Its user
+// message names the server by role only; the log also gets the transport
+// error, which holds the URL.
+type remoteError struct {
+	what   string // "speech server"
+	cause  error
+	status string // "503 Service Unavailable"
+	text   string // the server's message, from errorText
+}
+
+func (e *remoteError) Error() string {
+	if e.cause != nil {
+		return fmt.Sprintf("media: %s unreachable: %v", e.what, e.cause)
+	}
+	return fmt.Sprintf("media: %s answered %s: %s", e.what, e.status, e.text)
+}
+
+func (e *remoteError) Unwrap() error { return e.cause }
+
+// UserMessage makes a remoteError a usererr.Messager.
+func (e *remoteError) UserMessage() string {
+	if e.cause != nil {
+		return "The media server could not be reached. An admin can check its address on /admin."
+	}
+	// The engine's own words, capped and with the key masked by errorText.
+	return capitalize(fmt.Sprintf("%s answered %s: %s", e.what, e.status, e.text))
 }
 
 // errorText is the message of an error reply — OpenAI's {"error":

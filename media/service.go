@@ -221,11 +221,11 @@ func (s *Service) Prepare(ctx context.Context, files []Upload) ([]Prepared, erro
 		switch sn.Kind {
 		case KindDocument:
 			if a.Text, a.TextTruncated, err = ExtractText(ctx, sn.Format, f.Data, 0); err != nil {
-				return nil, fmt.Errorf("%s: %w", a.Name, err)
+				return nil, inFile(a.Name, err)
 			}
 		case KindImage:
 			if p.thumb, err = Thumbnail(ctx, f.Data, 0); err != nil {
-				return nil, fmt.Errorf("%s: %w", a.Name, err)
+				return nil, inFile(a.Name, err)
 			}
 		}
 		out = append(out, p)

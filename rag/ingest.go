@@ -11,6 +11,7 @@ import (
 
 	"weft/db"
 	"weft/extract"
+	"weft/internal/usererr"
 )
 
 // ingestAttempts is how many times a job runs before its document fails
@@ -54,8 +55,8 @@ func (w *ingestWorker) Work(ctx context.Context, job *river.Job[IngestArgs]) err
 	case job.Attempt >= job.MaxAttempts:
 		slog.Error("ingestion failed for good", "document", doc, "err", err)
 		msg := "Reading this document kept failing (it was tried " + fmt.Sprint(job.MaxAttempts) + " times); the server log has the details. Retry it."
-		if errors.Is(err, errEmbed) {
-			msg = strings.TrimPrefix(err.Error(), errEmbed.Error()+": ")
+		if m, ok := usererr.Message(err); ok && errors.Is(err, errEmbed) {
+			msg = m
 		}
 		_ = s.store.FinishIngest(context.WithoutCancel(ctx), doc, msg)
 		return err
@@ -127,7 +128,7 @@ func (s *Service) ingest(ctx context.Context, docID int64) error {
 			if !transient(err) {
 				return permanent{msg: s.describeEmbedError(err, t.KB.EmbedModel)}
 			}
-			return fmt.Errorf("%w: %s", errEmbed, s.describeEmbedError(err, t.KB.EmbedModel))
+			return fmt.Errorf("%w: %w", errEmbed, usererr.Wrap(err, s.describeEmbedError(err, t.KB.EmbedModel)))
 		}
 		rows := make([]db.NewChunk, len(batch))
 		for i, c := range batch {

@@ -129,8 +129,9 @@ type SearchError struct{ Msg string }
 
 func (e SearchError) Error() string { return e.Msg }
 
-// UserFacing marks the message as safe to show.
-func (SearchError) UserFacing() bool { return true }
+// UserMessage is the message for the user (a usererr.Messager): it is
+// written for them.
+func (e SearchError) UserMessage() string { return e.Msg }
 
 // Is makes errors.Is(err, ErrSearch) hold.
 func (SearchError) Is(target error) bool { return target == ErrSearch }

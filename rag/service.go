@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"weft/db"
+	"weft/internal/usererr"
 )
 
 // Embedder is the part of the Ollama client that embeds.
@@ -203,7 +204,8 @@ func (s *Service) describeEmbedError(err error, model string) string {
 	case errors.As(err, &se) && se.StatusCode == 501:
 		return fmt.Sprintf("The model %q cannot make embeddings. Choose an embedding model (for example nomic-embed-text).", model)
 	case errors.As(err, &se):
-		return "The embedding model failed: " + se.ErrorMessage
+		// Ollama's words, quoted as untrusted text: cleaned and short.
+		return "The embedding model failed: " + usererr.Untrusted(se.ErrorMessage, 300)
 	default:
 		return fmt.Sprintf("Ollama is not reachable at %s (or stopped answering). Ingestion will retry; start it with `ollama serve`.", s.cfg.OllamaHost)
 	}
