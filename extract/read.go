@@ -76,6 +76,9 @@ type ReadError struct {
 func (e *ReadError) Error() string { return e.Msg }
 func (e *ReadError) Unwrap() error { return e.Err }
 
+// UserMessage is Msg: a ReadError's message is written for the user.
+func (e *ReadError) UserMessage() string { return e.Msg }
+
 func readErr(cause error, format string, args ...any) *ReadError {
 	return &ReadError{Msg: fmt.Sprintf(format, args...), Err: cause}
 }

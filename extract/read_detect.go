@@ -9,6 +9,15 @@ import (
 	"unicode"
 )
 
+// DetectError is a file Detect refuses for a reason of its own (text named
+// like a binary format); it wraps ErrUnsupported. Reason is for the user,
+// without the list of formats.
+type DetectError struct{ Reason string }
+
+func (e *DetectError) Error() string       { return e.Reason + "; " + ErrUnsupported.Error() }
+func (e *DetectError) Unwrap() error       { return ErrUnsupported }
+func (e *DetectError) UserMessage() string { return e.Error() }
+
 // Detect decides a document's format from its full content: the content is
 // sniffed first (the %PDF- signature, a ZIP holding a Word document, a page
 // that starts like HTML), then the file name's extension classifies text:
@@ -28,7 +37,7 @@ func Detect(name string, data []byte) (string, error) {
 			return FormatDOCX, nil
 		}
 		if ext == ".docx" {
-			return "", fmt.Errorf("this .docx file is not a Word document; %w", ErrUnsupported)
+			return "", &DetectError{Reason: "this .docx file is not a Word document"}
 		}
 		return "", ErrUnsupported
 	case !looksLikeText(data):
@@ -45,7 +54,7 @@ func Detect(name string, data []byte) (string, error) {
 		return FormatHTML, nil
 	}
 	if binaryExt[ext] {
-		return "", fmt.Errorf("this %s file holds plain text, not what its name says; %w", ext, ErrUnsupported)
+		return "", &DetectError{Reason: fmt.Sprintf("this %s file holds plain text, not what its name says", ext)}
 	}
 	return FormatText, nil
 }

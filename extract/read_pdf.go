@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"strings"
 
 	"github.com/ledongthuc/pdf"
 )
@@ -41,7 +40,7 @@ func readPDF(r *reader, data []byte) error {
 	}
 	doc, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
-		return pdfOpenError(err)
+		return pdfOpenError(err, data)
 	}
 	pages, err := pdfPages(doc, r.lim.MaxPages)
 	if err != nil {
@@ -153,12 +152,14 @@ func normalizePDF(data []byte) []byte {
 	return fixed
 }
 
-func pdfOpenError(err error) error {
-	msg := err.Error()
+// pdfOpenError words the library's refusal to open a PDF. The library's
+// errors are untyped but for the password, so an encrypted file is told
+// by its content (an /Encrypt entry), never by the error's text.
+func pdfOpenError(err error, data []byte) error {
 	switch {
 	case errors.Is(err, pdf.ErrInvalidPassword):
 		return readErr(err, "This PDF is protected by a password. Remove the protection and upload it again.")
-	case strings.Contains(msg, "encrypt"):
+	case bytes.Contains(data, []byte("/Encrypt")):
 		return readErr(err, "This PDF is encrypted in a way Weft cannot read. Remove the protection and upload it again.")
 	}
 	return readErr(err, "The PDF is damaged or not a valid PDF file, so Weft could not open it.")

@@ -268,7 +268,7 @@ func (h *kbs) upload(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if _, err := extract.Detect(name, data); err != nil {
-			refused = append(refused, name+": "+err.Error())
+			refused = append(refused, name+": "+usererr.Or(err, extract.ErrUnsupported.Error()))
 			continue
 		}
 		sum := sha256.Sum256(data)

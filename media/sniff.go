@@ -62,9 +62,10 @@ func Sniff(name string, data []byte) (Sniffed, error) {
 		// extract's message may lead with the reason ("this .pdf file holds
 		// plain text, not what its name says"); keep it, then say what
 		// is accepted.
-		reason, ok := strings.CutSuffix(err.Error(), "; "+extract.ErrUnsupported.Error())
-		if !ok || !errors.Is(err, extract.ErrUnsupported) {
-			reason = "this kind of file is not accepted"
+		reason := "this kind of file is not accepted"
+		var de *extract.DetectError
+		if errors.As(err, &de) {
+			reason = de.Reason
 		}
 		return Sniffed{}, refuse(err, "%s: %s. %s.", shown, reason, accepted)
 	}
