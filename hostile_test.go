@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,51 +21,6 @@ import (
 	"weft/internal/hostile"
 	"weft/internal/testenv"
 )
-
-// hostileFile is one file of the hostile corpus and whether Weft must
-// refuse it (mustFail) or may either read it or refuse it clearly.
-type hostileFile struct {
-	name     string
-	data     []byte
-	mustFail bool
-}
-
-// hostileCorpus is the corpus sent through every upload path: files
-// nobody on the team wrote by hand, built to hurt readers and decoders.
-func hostileCorpus() []hostileFile {
-	files := []hostileFile{
-		{"xref-bomb.pdf", hostile.XrefBomb(), true},
-		{"prev-loop.pdf", hostile.PrevLoop(), true},
-		{"cyclic-pages.pdf", hostile.CyclicPages(), true},
-		{"huge-length.pdf", hostile.HugeLength(), true},
-		{"deep-arrays.pdf", hostile.DeepPDF(100_000), true},
-		{"deep-dicts.pdf", hostile.DeepDictPDF(100_000), true},
-		{"deep-content.pdf", hostile.DeepContentPDF(100_000), false},
-		{"zip-bomb.docx", hostile.ZipBomb(1 << 30), true},
-		{"nested-zips.docx", hostile.NestedZipDOCX(8), false},
-		{"many-entries.docx", hostile.ManyEntriesDOCX(20_000), false},
-		{"deep.docx", hostile.DeepDOCX(100_000), false},
-		{"png-bomb.png", hostile.PNGBomb(), false},
-		{"png-huge.png", hostile.PNGHugeHeader(100_000, 100_000), true},
-		{"jpeg-huge.jpg", hostile.JPEGHugeHeader(), true},
-		{"gif-huge.gif", hostile.GIFHugeHeader(), true},
-		{"webp-huge.webp", hostile.WebPHugeHeader(), true},
-		{"polyglot.gif", hostile.GIFHTMLPolyglot(), false},
-		{"deep.html", hostile.DeepHTML(100_000), false},
-		{"invalid-utf8.txt", hostile.InvalidUTF8(), false},
-		{"utf16.txt", hostile.UTF16NoBOM("a text in UTF-16 without a byte order mark\n"), false},
-	}
-	names := make([]string, 0)
-	cases := hostile.MarkdownCases()
-	for n := range cases {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		files = append(files, hostileFile{"md-" + n + ".md", cases[n], false})
-	}
-	return files
-}
 
 // internals are words that must never reach a user's screen.
 var internals = regexp.MustCompile(`(?i)panic|goroutine|runtime\.|fatal error|/tmp/|/usr/|\.go:\d|SQLSTATE|pq:|exit status|signal: killed`)
@@ -112,27 +66,27 @@ func TestHostileFilesThroughEveryUploadPathNeverTakeTheServerDown(t *testing.T) 
 	alice := testenv.NewClient(t, p.base)
 	alice.Register("alice@example.com", "correct horse battery")
 	ws := regexp.MustCompile(`name="workspace_id" value="(\d+)"`).FindStringSubmatch(alice.Get("/").Body)[1]
-	corpus := hostileCorpus()
+	corpus := hostile.Corpus()
 
 	// 1. Composer attachments: one send per file.
 	for _, f := range corpus {
 		start := time.Now()
 		resp := postFiles(t, alice, "/t", url.Values{"workspace_id": {ws}, "content": {"read this"}, "model": {"vision"}},
-			"files", f.name, f.data)
-		alive("after attaching " + f.name)
-		t.Logf("attach %s: %d in %v", f.name, resp.StatusCode, time.Since(start).Round(time.Millisecond))
+			"files", f.Name, f.Data)
+		alive("after attaching " + f.Name)
+		t.Logf("attach %s: %d in %v", f.Name, resp.StatusCode, time.Since(start).Round(time.Millisecond))
 		switch resp.StatusCode {
 		case http.StatusSeeOther:
-			if f.mustFail {
-				t.Errorf("%s was accepted as an attachment", f.name)
+			if f.MustFail {
+				t.Errorf("%s was accepted as an attachment", f.Name)
 			}
 		case http.StatusUnprocessableEntity, http.StatusRequestEntityTooLarge:
 			msg := visibleError(resp.Body)
-			if !strings.Contains(msg, f.name) || internals.MatchString(msg) {
-				t.Errorf("%s refused with an unclear message %q", f.name, msg)
+			if !strings.Contains(msg, f.Name) || internals.MatchString(msg) {
+				t.Errorf("%s refused with an unclear message %q", f.Name, msg)
 			}
 		default:
-			t.Errorf("attaching %s: status %d", f.name, resp.StatusCode)
+			t.Errorf("attaching %s: status %d", f.Name, resp.StatusCode)
 		}
 	}
 
@@ -145,13 +99,13 @@ func TestHostileFilesThroughEveryUploadPathNeverTakeTheServerDown(t *testing.T) 
 	uploaded := map[string]bool{}
 	for _, f := range corpus {
 		start := time.Now()
-		resp := postFiles(t, alice, fmt.Sprintf("/kb/%d/upload", kb), nil, "files", f.name, f.data)
-		alive("after uploading " + f.name)
-		t.Logf("upload %s: %d in %v", f.name, resp.StatusCode, time.Since(start).Round(time.Millisecond))
+		resp := postFiles(t, alice, fmt.Sprintf("/kb/%d/upload", kb), nil, "files", f.Name, f.Data)
+		alive("after uploading " + f.Name)
+		t.Logf("upload %s: %d in %v", f.Name, resp.StatusCode, time.Since(start).Round(time.Millisecond))
 		if resp.StatusCode >= 500 {
-			t.Errorf("uploading %s: status %d", f.name, resp.StatusCode)
+			t.Errorf("uploading %s: status %d", f.Name, resp.StatusCode)
 		}
-		uploaded[f.name] = true
+		uploaded[f.Name] = true
 	}
 	var aliceID int64
 	if err := store.Pool.QueryRow(context.Background(), `SELECT id FROM users WHERE email = 'alice@example.com'`).Scan(&aliceID); err != nil {
@@ -165,7 +119,7 @@ func TestHostileFilesThroughEveryUploadPathNeverTakeTheServerDown(t *testing.T) 
 			if d.Error == "" || internals.MatchString(d.Error) {
 				t.Errorf("document %s failed with an unclear message %q", d.Name, d.Error)
 			}
-		case f.mustFail:
+		case f.MustFail:
 			t.Errorf("document %s is %s, want failed", d.Name, d.Status)
 		}
 	}
@@ -234,13 +188,13 @@ func tail(s string) string {
 	return s
 }
 
-func corpusFile(corpus []hostileFile, name string) hostileFile {
+func corpusFile(corpus []hostile.File, name string) hostile.File {
 	for _, f := range corpus {
-		if f.name == name {
+		if f.Name == name {
 			return f
 		}
 	}
-	return hostileFile{name: name}
+	return hostile.File{Name: name}
 }
 
 // postFiles posts a multipart form with one file.

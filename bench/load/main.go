@@ -87,7 +87,7 @@ func main() {
 	var cfg config
 	var modes, streams string
 	var weftEnv, pgSet, sqlAfter listFlag
-	flag.StringVar(&modes, "modes", "idle,latency,relay,concurrent", "parts to run, comma-separated: idle, latency, relay, concurrent")
+	flag.StringVar(&modes, "modes", "idle,latency,relay,concurrent,hostile", "parts to run, comma-separated: idle, latency, relay, concurrent, hostile")
 	flag.StringVar(&cfg.databaseURL, "database-url", "", "use this PostgreSQL database instead of a throwaway cluster (it gets bench users and threads)")
 	flag.StringVar(&cfg.rev, "rev", "", "build weft from this commit (git archive) instead of the working tree, e.g. HEAD")
 	flag.StringVar(&cfg.out, "out", "bench/results/latest.txt", "write the results here as well as to stdout (\"\" for stdout only)")
@@ -240,7 +240,7 @@ func run(cfg config) (err error) {
 		name string
 		fn   func(context.Context) error
 	}{
-		{"idle", b.idle}, {"latency", b.latency}, {"relay", b.relay}, {"concurrent", b.concurrent},
+		{"idle", b.idle}, {"latency", b.latency}, {"relay", b.relay}, {"concurrent", b.concurrent}, {"hostile", b.hostile},
 	}
 	for _, s := range steps {
 		if !cfg.modes[s.name] {

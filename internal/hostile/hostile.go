@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strings"
 )
 
@@ -262,4 +263,50 @@ func UTF16NoBOM(s string) []byte {
 		b = binary.LittleEndian.AppendUint16(b, uint16(r))
 	}
 	return b
+}
+
+// File is one file of the hostile corpus. MustFail says Weft must refuse
+// it; otherwise it may read it or refuse it, clearly either way.
+type File struct {
+	Name     string
+	Data     []byte
+	MustFail bool
+}
+
+// Corpus is the hostile corpus that the integration test and the hostile
+// benchmark send through every upload path: files built to hurt readers
+// and decoders, each within the default upload limits.
+func Corpus() []File {
+	files := []File{
+		{"xref-bomb.pdf", XrefBomb(), true},
+		{"prev-loop.pdf", PrevLoop(), true},
+		{"cyclic-pages.pdf", CyclicPages(), true},
+		{"huge-length.pdf", HugeLength(), true},
+		{"deep-arrays.pdf", DeepPDF(100_000), true},
+		{"deep-dicts.pdf", DeepDictPDF(100_000), true},
+		{"deep-content.pdf", DeepContentPDF(100_000), false},
+		{"zip-bomb.docx", ZipBomb(1 << 30), true},
+		{"nested-zips.docx", NestedZipDOCX(8), false},
+		{"many-entries.docx", ManyEntriesDOCX(20_000), false},
+		{"deep.docx", DeepDOCX(100_000), false},
+		{"png-bomb.png", PNGBomb(), false},
+		{"png-huge.png", PNGHugeHeader(100_000, 100_000), true},
+		{"jpeg-huge.jpg", JPEGHugeHeader(), true},
+		{"gif-huge.gif", GIFHugeHeader(), true},
+		{"webp-huge.webp", WebPHugeHeader(), true},
+		{"polyglot.gif", GIFHTMLPolyglot(), false},
+		{"deep.html", DeepHTML(100_000), false},
+		{"invalid-utf8.txt", InvalidUTF8(), false},
+		{"utf16.txt", UTF16NoBOM("a text in UTF-16 without a byte order mark\n"), false},
+	}
+	cases := MarkdownCases()
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		files = append(files, File{"md-" + n + ".md", cases[n], false})
+	}
+	return files
 }
