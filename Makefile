@@ -34,10 +34,10 @@ lint: ## gofmt, go vet, templ generate and go mod tidy must leave no diff
 	    echo "go tool templ generate changed generated files:"; git status --porcelain -- '*_templ.go'; exit 1; fi
 
 FUZZTIME ?= 30s
-FUZZPKGS ?= ./extract/ ./media/
+FUZZPKGS ?= ./extract/ ./media/ ./views/ ./chat/ ./handlers/
 
 .PHONY: fuzz
-fuzz: ## fuzz every reader, format detection, Sniff and thumbnails, FUZZTIME each (default 30s); findings land in testdata/fuzz
+fuzz: ## fuzz every reader, detection, Sniff, thumbnails, markdown, import and SSE framing, FUZZTIME each (default 30s); findings land in testdata/fuzz
 	@set -e; for pkg in $(FUZZPKGS); do \
 	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$target"; \
