@@ -191,6 +191,9 @@ func RenderMarkdown(src string) string {
 	pc := parser.NewContext()
 	pc.Set(highlightBudgetKey, &highlightBudget{left: maxHighlightBytes, blocks: maxHighlightBlocks})
 	for _, part := range markdownParts(capNesting([]byte(src))) {
+		// Cutting a long line into parts can start a part with markers
+		// that were text before (">>>>Y>>>>…"): cap each part again.
+		part = capNesting(part)
 		if partHook != nil {
 			partHook(part)
 		}
