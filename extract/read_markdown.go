@@ -26,7 +26,7 @@ const maxMarkdownNesting = 16
 // the path, tables are table blocks, and paragraphs, lists, code and quotes
 // are text blocks.
 func readMarkdown(r *reader, data []byte) error {
-	src := capNesting(stripFrontMatter([]byte(decodeText(data))))
+	src := CapMarkdownNesting(stripFrontMatter([]byte(decodeText(data))))
 	m := &mdReader{r: r}
 	for _, part := range mdParts(src) {
 		if err := r.ctx.Err(); err != nil {
@@ -212,9 +212,9 @@ func stripFrontMatter(src []byte) []byte {
 	return src
 }
 
-// capNesting rewrites the rare line that opens more than maxMarkdownNesting
+// CapMarkdownNesting rewrites the rare line that opens more than maxMarkdownNesting
 // containers, keeping the first ones and the line's text.
-func capNesting(src []byte) []byte {
+func CapMarkdownNesting(src []byte) []byte {
 	var out []byte // nil while nothing changed
 	start := 0
 	for start < len(src) {

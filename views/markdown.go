@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"weft/extract"
 
 	"github.com/a-h/templ"
 	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
@@ -24,6 +25,7 @@ import (
 	"github.com/yuin/goldmark/util"
 
 	"weft/db"
+	"weft/extract"
 )
 
 // Model answers are untrusted. They are rendered in three stages:
@@ -190,10 +192,10 @@ func RenderMarkdown(src string) string {
 	defer putMarkdownBuf(raw)
 	pc := parser.NewContext()
 	pc.Set(highlightBudgetKey, &highlightBudget{left: maxHighlightBytes, blocks: maxHighlightBlocks})
-	for _, part := range markdownParts(capNesting([]byte(src))) {
+	for _, part := range markdownParts(extract.CapMarkdownNesting([]byte(src))) {
 		// Cutting a long line into parts can start a part with markers
 		// that were text before (">>>>Y>>>>…"): cap each part again.
-		part = capNesting(part)
+		part = extract.CapMarkdownNesting(part)
 		if partHook != nil {
 			partHook(part)
 		}

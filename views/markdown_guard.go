@@ -15,8 +15,8 @@ import (
 //
 //   - past maxMarkdownBytes the text is not markdown at all: it is shown
 //     escaped and pre-wrapped (plainTextHTML);
-//   - a line opening more than maxMarkdownNesting block quotes or list
-//     items keeps the first ones (capNesting);
+//   - a line opening more than 16 block quotes or list items keeps the
+//     first ones (extract.CapMarkdownNesting);
 //   - a longer text is parsed in parts (markdownParts): blocks, separated
 //     by blank lines, grouped up to mdGroup bytes; a block longer than
 //     mdLongBlock is cut at line ends into parts of at most mdPart bytes,
@@ -28,18 +28,17 @@ import (
 //   - chroma highlights at most maxHighlightBytes of code in one message;
 //     the rest is shown as plain escaped code.
 //
-// The same idea guards rag's Markdown reader (rag/read_markdown_cut.go,
-// capNesting in rag/read_markdown.go); this is a copy sized for rendering
-// (smaller parts: a page view cannot wait seconds) and with fenced code kept
-// whole (a code block split in parts would get several copy buttons).
-// TODO(lead): one shared guard once rag's readers have moved to extract.
+// The same idea guards extract's Markdown reader (read_markdown_cut.go);
+// the nesting cap is the reader's own (extract.CapMarkdownNesting), the
+// parts are sized for rendering (smaller: a page view cannot wait seconds)
+// and keep fenced code whole (a code block split in parts would get several
+// copy buttons).
 const (
-	maxMarkdownBytes   = 256 << 10
-	maxMarkdownNesting = 16
-	mdWhole            = 8 << 10 // texts up to this size are parsed in one go
-	mdGroup            = 8 << 10
-	mdLongBlock        = 2 << 10
-	mdPart             = 1 << 10
+	maxMarkdownBytes = 256 << 10
+	mdWhole          = 8 << 10 // texts up to this size are parsed in one go
+	mdGroup          = 8 << 10
+	mdLongBlock      = 2 << 10
+	mdPart           = 1 << 10
 )
 
 // partHook, when set (by tests), sees every part handed to goldmark.
@@ -205,82 +204,4 @@ func cutBlock(block []byte) [][]byte {
 	}
 	flush()
 	return out
-}
-
-// capNesting rewrites the rare line that opens more than maxMarkdownNesting
-// containers, keeping the first ones and the line's text (the same guard as
-// rag's reader, see the comment above).
-func capNesting(src []byte) []byte {
-	var out []byte // nil while nothing changed
-	start := 0
-	for start < len(src) {
-		end := len(src)
-		if j := bytes.IndexByte(src[start:], '\n'); j >= 0 {
-			end = start + j + 1
-		}
-		line := src[start:end]
-		if cut, rest := containerPrefix(line); rest > cut {
-			if out == nil {
-				out = append(make([]byte, 0, len(src)), src[:start]...)
-			}
-			out = append(append(out, line[:cut]...), line[rest:]...)
-		} else if out != nil {
-			out = append(out, line...)
-		}
-		start = end
-	}
-	if out == nil {
-		return src
-	}
-	return out
-}
-
-// containerPrefix scans the block quote and list markers that start a line.
-// If there are more than maxMarkdownNesting, cut is the offset after the
-// last one to keep and rest the offset after all of them; otherwise both
-// are 0.
-func containerPrefix(line []byte) (cut, rest int) {
-	depth, i := 0, 0
-scan:
-	for {
-		j := i
-		for k := 0; k < 3 && j < len(line) && line[j] == ' '; k++ {
-			j++
-		}
-		if j >= len(line) {
-			break
-		}
-		switch c := line[j]; {
-		case c == '>':
-			j++
-		case c == '-' || c == '+' || c == '*':
-			j++
-			if j >= len(line) || (line[j] != ' ' && line[j] != '\t') {
-				break scan
-			}
-		case c >= '0' && c <= '9':
-			d := j
-			for j < len(line) && j-d < 9 && line[j] >= '0' && line[j] <= '9' {
-				j++
-			}
-			if j+1 >= len(line) || (line[j] != '.' && line[j] != ')') || (line[j+1] != ' ' && line[j+1] != '\t') {
-				break scan
-			}
-			j++
-		default:
-			break scan
-		}
-		if j < len(line) && (line[j] == ' ' || line[j] == '\t') {
-			j++
-		}
-		depth++
-		if depth == maxMarkdownNesting {
-			cut = j
-		}
-		i = j
-	}
-	if depth > maxMarkdownNesting {
-		return cut, i
-	}
-	return 0, 0
 }
