@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
-	"weft/extract"
 
 	"github.com/a-h/templ"
 	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
