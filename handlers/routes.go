@@ -133,8 +133,12 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	sessionStore := pgxstore.NewWithCleanupInterval(store.Pool, 10*time.Minute)
 	sessions := scs.New()
 	sessions.Store = sessionStore
+	// An absolute lifetime, no idle timeout: with IdleTimeout scs marks
+	// every loaded session modified and writes it back at the end of each
+	// request, so of two concurrent requests the slower one overwrites what
+	// the other stored (a flash put by a command was lost to a parallel
+	// fragment request).
 	sessions.Lifetime = 30 * 24 * time.Hour
-	sessions.IdleTimeout = 7 * 24 * time.Hour
 	sessions.Cookie.Name = sessionCookieName
 	sessions.Cookie.HttpOnly = true
 	sessions.Cookie.SameSite = http.SameSiteLaxMode
