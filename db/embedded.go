@@ -112,19 +112,28 @@ func (e *Embedded) own(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("embedded postgres: lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
+	// The lock can be held for a moment by a process forked from this one
+	// (another goroutine's exec of pg_ctl holds a copy of every descriptor
+	// until it execs), and its owner may die while we wait: try again
+	// until the server runs under a live owner or the lock is ours.
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
 			return fmt.Errorf("embedded postgres: lock: %w", err)
 		}
-		// Another live Weft owns the server: use it, never stop it.
-		for deadline := time.Now().Add(90 * time.Second); !e.running(ctx); {
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				return errors.New("embedded postgres: another Weft process owns the cluster but it is not running")
-			}
-			time.Sleep(200 * time.Millisecond)
+		if e.running(ctx) { // another live Weft owns the server: use it, never stop it
+			f.Close()
+			return nil
 		}
-		return nil
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			f.Close()
+			return errors.New("embedded postgres: another Weft process owns the cluster but it is not running")
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	_ = f.Truncate(0)
 	_, _ = fmt.Fprintf(f, "%d\n", os.Getpid()) // for people: who owns it
