@@ -12,6 +12,8 @@ import (
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"weft/extract"
 )
 
 // markdown parses answers as the views render them (GitHub Flavored).
@@ -29,8 +31,12 @@ var (
 // their words; emphasis, heading and list marks go; table rows become
 // comma-separated sentences. Every block ends with punctuation, so a
 // speaker pauses between them. Blocks are separated by blank lines.
+//
+// Only the first maxSpeakableBytes of the text are read (cut at a line end):
+// goldmark's inline parsing is quadratic on hostile text (160 KB of "[a("
+// took 15 s), and no engine reads more than that aloud anyway.
 func SpeakableText(md string) string {
-	src := []byte(md)
+	src := extract.CapMarkdownNesting([]byte(cutSpeakable(md)))
 	doc := markdown.Parser().Parse(text.NewReader(src))
 	var blocks []string
 	var cur strings.Builder
@@ -108,4 +114,26 @@ func looksLikeURL(s string) bool {
 
 func hasWords(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
+}
+
+// maxSpeakableBytes bounds the markdown SpeakableText parses: enough for
+// the 20,000 characters espeak-ng is given (DefaultEspeakMaxChars) with
+// room for markup, small enough that a pathological text costs well under
+// a second.
+const maxSpeakableBytes = 32 << 10
+
+// cutSpeakable keeps the first maxSpeakableBytes of md, cut after its last
+// line end in the last half, else at a character boundary.
+func cutSpeakable(md string) string {
+	if len(md) <= maxSpeakableBytes {
+		return md
+	}
+	cut := md[:maxSpeakableBytes]
+	if i := strings.LastIndexByte(cut, '\n'); i >= maxSpeakableBytes/2 {
+		return cut[:i+1]
+	}
+	for len(cut) > 0 && !utf8.RuneStart(md[len(cut)]) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut
 }

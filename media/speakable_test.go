@@ -1,6 +1,9 @@
 package media
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSpeakableTextKeepsOnlyWhatReadsAloudWell(t *testing.T) {
 	t.Parallel()
@@ -30,5 +33,19 @@ func TestSpeakableTextKeepsOnlyWhatReadsAloudWell(t *testing.T) {
 				t.Errorf("SpeakableText(%q)\n got %q\nwant %q", tt.md, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestSpeakableTextReadsOnlyTheBeginningOfAHugeHostileText(t *testing.T) {
+	md := "The trip starts in Lisbon.\n\n" + strings.Repeat("[a](", 250_000) + "\n\nENDMARK is never read."
+	got := SpeakableText(md)
+	if !strings.HasPrefix(got, "The trip starts in Lisbon.") {
+		t.Fatalf("the beginning is lost: %.80q", got)
+	}
+	if strings.Contains(got, "ENDMARK") {
+		t.Fatal("the text past the cut was parsed")
+	}
+	if len(got) > maxSpeakableBytes+1 { // plus the closing full stop
+		t.Fatalf("%d bytes spoken from a cut of %d", len(got), maxSpeakableBytes)
 	}
 }
