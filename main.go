@@ -163,6 +163,14 @@ func envInt[T int | int64](key string, def, min T) (T, error) {
 // listensOnLoopback reports whether addr (WEFT_ADDR) is reachable only from
 // this machine: a loopback IP or "localhost". An empty host or a wildcard
 // listens on every interface.
+// needsSetupToken tells whether the first account must prove it read the
+// log: when Weft listens beyond loopback, or is published under a public
+// name (a proxy in front of a loopback listener), whoever reaches it first
+// must not become the administrator.
+func needsSetupToken(addr string, public *url.URL) bool {
+	return !listensOnLoopback(addr) || (public != nil && !listensOnLoopback(public.Hostname()))
+}
+
 func listensOnLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -287,8 +295,8 @@ func run(cfg config) error {
 	if problem := rt.Models().Problem(ctx); problem != "" {
 		slog.Warn(problem)
 	}
-	if !listensOnLoopback(cfg.addr) {
-		if cfg.publicURL == nil {
+	if needsSetupToken(cfg.addr, cfg.publicURL) {
+		if cfg.publicURL == nil && !listensOnLoopback(cfg.addr) {
 			slog.Warn("WEFT_ADDR listens beyond loopback without WEFT_PUBLIC_URL: only IP addresses and localhost names are accepted as Host; set WEFT_PUBLIC_URL to the URL users reach Weft at")
 		}
 		// Beyond loopback, whoever reaches the port first must not become

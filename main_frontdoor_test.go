@@ -62,6 +62,27 @@ func TestBeyondLoopbackTheFirstAdministratorNeedsTheTokenFromTheLog(t *testing.T
 	}
 }
 
+func TestAFirstAdministratorNeedsASetupTokenBeyondLoopbackOrBehindAPublicName(t *testing.T) {
+	for _, c := range []struct {
+		addr, public string
+		want         bool
+	}{
+		{"127.0.0.1:8080", "", false},
+		{"127.0.0.1:8080", "http://localhost:8080", false},
+		{"127.0.0.1:8080", "https://chat.example.org", true}, // behind a proxy
+		{"0.0.0.0:8080", "", true},
+		{"0.0.0.0:8080", "https://chat.example.org", true},
+	} {
+		var u *url.URL
+		if c.public != "" {
+			u, _ = url.Parse(c.public)
+		}
+		if got := needsSetupToken(c.addr, u); got != c.want {
+			t.Errorf("needsSetupToken(%q, %q) = %v, want %v", c.addr, c.public, got, c.want)
+		}
+	}
+}
+
 func TestOnlyLoopbackAddressesCountAsLoopback(t *testing.T) {
 	for addr, want := range map[string]bool{
 		"127.0.0.1:8080": true, "localhost:8080": true, "[::1]:8080": true, "127.0.0.5:80": true,
