@@ -3,6 +3,7 @@ package extract
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"path"
 	"strings"
@@ -18,6 +19,29 @@ func (e *DetectError) Error() string       { return e.Reason + "; " + ErrUnsuppo
 func (e *DetectError) Unwrap() error       { return ErrUnsupported }
 func (e *DetectError) UserMessage() string { return e.Error() }
 
+// Bounds on a ZIP's central directory for Detect, which reads it in the
+// server's process: a Word document has a few dozen parts.
+const (
+	maxZipEntries   = 10_000
+	maxZipDirectory = 4 << 20
+)
+
+// zipDirectoryBounded reads the end-of-central-directory record and tells
+// whether the directory it declares is within the bounds (ZIP64 archives,
+// which no Word document needs, are not).
+func zipDirectoryBounded(data []byte) bool {
+	const eocdLen = 22
+	from := max(0, len(data)-eocdLen-0xffff)
+	i := bytes.LastIndex(data[from:], []byte("PK\x05\x06"))
+	if i < 0 || from+i+eocdLen > len(data) {
+		return true // no directory: zip.NewReader fails at once
+	}
+	eocd := data[from+i:]
+	entries := binary.LittleEndian.Uint16(eocd[10:])
+	size := binary.LittleEndian.Uint32(eocd[12:])
+	return entries != 0xffff && size != 0xffffffff && entries <= maxZipEntries && size <= maxZipDirectory
+}
+
 // Detect decides a document's format from its full content: the content is
 // sniffed first (the %PDF- signature, a ZIP holding a Word document, a page
 // that starts like HTML), then the file name's extension classifies text:
@@ -32,6 +56,11 @@ func Detect(name string, data []byte) (string, error) {
 	case pdfStart(data) >= 0:
 		return FormatPDF, nil
 	case bytes.HasPrefix(data, []byte("PK\x03\x04")) || bytes.HasPrefix(data, []byte("PK\x05\x06")):
+		if !zipDirectoryBounded(data) {
+			// zip.NewReader reads the whole central directory in this
+			// process (3 bytes of memory per byte of it).
+			return "", &DetectError{Reason: "this ZIP file has too many parts to be a Word document"}
+		}
 		zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 		if err == nil && docxMain(zr) != nil {
 			return FormatDOCX, nil

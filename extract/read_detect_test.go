@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"weft/internal/hostile"
 )
 
 func TestDetect(t *testing.T) {
@@ -62,5 +64,16 @@ func TestDetect(t *testing.T) {
 				t.Errorf("message %q does not name the supported formats", err)
 			}
 		})
+	}
+}
+
+func TestDetectRefusesAZipWhoseDirectoryIsTooLargeToReadInTheServer(t *testing.T) {
+	_, err := Detect("many.docx", hostile.ManyEntriesDOCX(maxZipEntries+1))
+	var de *DetectError
+	if !errors.As(err, &de) || !strings.Contains(de.Reason, "too many parts") {
+		t.Fatalf("Detect = %v, want the too-many-parts refusal", err)
+	}
+	if f, err := Detect("ok.docx", hostile.ManyEntriesDOCX(10)); err != nil || f != FormatDOCX {
+		t.Fatalf("a DOCX with a few parts = %q, %v", f, err)
 	}
 }
