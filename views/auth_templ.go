@@ -17,7 +17,7 @@ type AuthForm struct {
 	SignupClosed bool
 	FirstAccount bool
 	// NeedsSetupToken asks the first account for the one-time token Weft
-	// printed in its log (it listens beyond loopback).
+	// printed in its log (it listens beyond loopback or under a public name).
 	NeedsSetupToken bool
 }
 
