@@ -179,7 +179,7 @@ func (d *DB) UpdateStep(ctx context.Context, step int64, status string, data Ste
 
 // StepByID returns a step of a run (for the loop, which owns the run).
 func (d *DB) StepByID(ctx context.Context, run, id int64) (Step, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+stepCols+" FROM run_steps WHERE id = $1 AND run_id = $2", id, run)
+	rows, err := d.q().Query(ctx, "SELECT "+stepCols+" FROM run_steps WHERE id = $1 AND run_id = $2", id, run)
 	if err != nil {
 		return Step{}, err
 	}
@@ -189,7 +189,7 @@ func (d *DB) StepByID(ctx context.Context, run, id int64) (Step, error) {
 
 // Steps lists the steps of one of the user's runs in order.
 func (d *DB) Steps(ctx context.Context, user, run int64) ([]Step, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+prefixed("s.", stepCols)+` FROM run_steps s
+	rows, err := d.q().Query(ctx, "SELECT "+prefixed("s.", stepCols)+` FROM run_steps s
 		JOIN runs r ON r.id = s.run_id WHERE s.run_id = $1 AND r.owner_id = $2 ORDER BY s.seq`, run, user)
 	if err != nil {
 		return nil, err
@@ -210,7 +210,7 @@ func (d *DB) StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map
 	if len(msgs) == 0 {
 		return out, nil
 	}
-	rows, err := d.Pool.Query(ctx, `SELECT DISTINCT ON (assistant_message_id) `+runCols+` FROM runs
+	rows, err := d.q().Query(ctx, `SELECT DISTINCT ON (assistant_message_id) `+runCols+` FROM runs
 		WHERE assistant_message_id = ANY($1) AND owner_id = $2 AND kind = 'agent'
 		ORDER BY assistant_message_id, id DESC`, msgs, user)
 	if err != nil {
@@ -230,7 +230,7 @@ func (d *DB) StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map
 		byRun[r.ID] = *r.AssistantMessageID
 		out[*r.AssistantMessageID] = RunSteps{Run: r}
 	}
-	rows, err = d.Pool.Query(ctx, "SELECT "+stepCols+" FROM run_steps WHERE run_id = ANY($1) ORDER BY run_id, seq", ids)
+	rows, err = d.q().Query(ctx, "SELECT "+stepCols+" FROM run_steps WHERE run_id = ANY($1) ORDER BY run_id, seq", ids)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func (d *DB) StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map
 // AgentRuns lists the agent runs of one of the user's threads, newest
 // first, with their steps (the debug view).
 func (d *DB) AgentRuns(ctx context.Context, user, thread int64, limit int) ([]RunSteps, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+runCols+` FROM runs
+	rows, err := d.q().Query(ctx, "SELECT "+runCols+` FROM runs
 		WHERE thread_id = $1 AND owner_id = $2 AND kind = 'agent' ORDER BY id DESC LIMIT $3`, thread, user, limit)
 	if err != nil {
 		return nil, err
@@ -272,7 +272,7 @@ func (d *DB) AgentRuns(ctx context.Context, user, thread int64, limit int) ([]Ru
 // StepOf returns one of the user's steps with its run.
 func (d *DB) StepOf(ctx context.Context, user, id int64) (Step, Run, error) {
 	var s Step
-	rows, err := d.Pool.Query(ctx, "SELECT "+prefixed("s.", stepCols)+` FROM run_steps s
+	rows, err := d.q().Query(ctx, "SELECT "+prefixed("s.", stepCols)+` FROM run_steps s
 		JOIN runs r ON r.id = s.run_id WHERE s.id = $1 AND r.owner_id = $2`, id, user)
 	if err != nil {
 		return Step{}, Run{}, err
@@ -351,7 +351,7 @@ func settleOwned(ctx context.Context, tx pgx.Tx, user, step int64, kind, status 
 // answers questions with their given answers elsewhere; this is for Stop
 // and failures: cancelled).
 func (d *DB) SettlePending(ctx context.Context, run int64, status string) error {
-	_, err := d.Pool.Exec(ctx, `UPDATE run_steps SET status = $2, updated_at = now()
+	_, err := d.q().Exec(ctx, `UPDATE run_steps SET status = $2, updated_at = now()
 		WHERE run_id = $1 AND status IN ('pending', 'running')`, run, status)
 	return err
 }
@@ -363,7 +363,7 @@ func (d *DB) SetRunWaiting(ctx context.Context, run int64, waiting bool) (cancel
 	if !waiting {
 		from, to = RunWaiting, RunRunning
 	}
-	err = d.Pool.QueryRow(ctx, `UPDATE runs SET status = CASE WHEN status = $2 THEN $3 ELSE status END
+	err = d.q().QueryRow(ctx, `UPDATE runs SET status = CASE WHEN status = $2 THEN $3 ELSE status END
 		WHERE id = $1 RETURNING cancel_requested`, run, from, to).Scan(&cancelRequested)
 	return cancelRequested, mapErr(err)
 }
@@ -371,7 +371,7 @@ func (d *DB) SetRunWaiting(ctx context.Context, run int64, waiting bool) (cancel
 // CancelRequested reports whether someone asked to stop a run.
 func (d *DB) CancelRequested(ctx context.Context, run int64) (bool, error) {
 	var c bool
-	err := d.Pool.QueryRow(ctx, "SELECT cancel_requested FROM runs WHERE id = $1", run).Scan(&c)
+	err := d.q().QueryRow(ctx, "SELECT cancel_requested FROM runs WHERE id = $1", run).Scan(&c)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return true, nil // deleted with its thread or message: stop
 	}
@@ -382,7 +382,7 @@ func (d *DB) CancelRequested(ctx context.Context, run int64) (bool, error) {
 // none was saved).
 func (d *DB) Checkpoint(ctx context.Context, run int64) (json.RawMessage, error) {
 	var cp json.RawMessage
-	err := d.Pool.QueryRow(ctx, "SELECT checkpoint FROM runs WHERE id = $1", run).Scan(&cp)
+	err := d.q().QueryRow(ctx, "SELECT checkpoint FROM runs WHERE id = $1", run).Scan(&cp)
 	return cp, mapErr(err)
 }
 
@@ -391,7 +391,7 @@ func (d *DB) Checkpoint(ctx context.Context, run int64) (json.RawMessage, error)
 // recorded under self (its previous life), so their approvals and questions
 // are waited for again.
 func (d *DB) AdoptWaitingRuns(ctx context.Context, self string, own bool, staleAfter time.Duration) ([]Run, error) {
-	rows, err := d.Pool.Query(ctx, `UPDATE runs SET instance_id = $1
+	rows, err := d.q().Query(ctx, `UPDATE runs SET instance_id = $1
 		WHERE status = 'waiting' AND (($3 AND instance_id = $1) OR (instance_id <> $1 AND NOT EXISTS (
 			SELECT 1 FROM instances i WHERE i.id = runs.instance_id AND i.heartbeat_at > now() - make_interval(secs => $2))))
 		RETURNING `+runCols, self, staleAfter.Seconds(), own)
@@ -451,7 +451,7 @@ type ToolPolicy struct {
 // ToolPolicies returns the rules set for one of the user's workspaces (tools
 // without a row follow their defaults).
 func (d *DB) ToolPolicies(ctx context.Context, user, workspace int64) (map[string]ToolPolicy, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT p.tool, p.enabled, p.mode FROM tool_policies p
+	rows, err := d.q().Query(ctx, `SELECT p.tool, p.enabled, p.mode FROM tool_policies p
 		JOIN workspaces w ON w.id = p.workspace_id WHERE p.workspace_id = $1 AND w.owner_id = $2`, workspace, user)
 	if err != nil {
 		return nil, err
@@ -492,14 +492,14 @@ func setToolPolicy(ctx context.Context, q querier, workspace int64, tool string,
 // SetAgentMaxSteps sets how many tool rounds an agent run may take in one
 // of the user's workspaces.
 func (d *DB) SetAgentMaxSteps(ctx context.Context, user, workspace int64, n int) error {
-	return execOne(ctx, d.Pool, "UPDATE workspaces SET agent_max_steps = $3, updated_at = now() WHERE id = $1 AND owner_id = $2",
+	return execOne(ctx, d.q(), "UPDATE workspaces SET agent_max_steps = $3, updated_at = now() WHERE id = $1 AND owner_id = $2",
 		workspace, user, n)
 }
 
 // ThreadGrants lists the tools approved for the rest of one of the user's
 // threads.
 func (d *DB) ThreadGrants(ctx context.Context, user, thread int64) (map[string]bool, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT g.tool FROM tool_thread_grants g JOIN threads t ON t.id = g.thread_id
+	rows, err := d.q().Query(ctx, `SELECT g.tool FROM tool_thread_grants g JOIN threads t ON t.id = g.thread_id
 		WHERE g.thread_id = $1 AND t.owner_id = $2`, thread, user)
 	if err != nil {
 		return nil, err
@@ -518,7 +518,7 @@ func (d *DB) ThreadGrants(ctx context.Context, user, thread int64) (map[string]b
 // TimeoutQuestion settles a pending question with the recommended answers
 // once its deadline passed; one answered meanwhile is ErrDecided.
 func (d *DB) TimeoutQuestion(ctx context.Context, step int64, answers []string) (Step, error) {
-	rows, err := d.Pool.Query(ctx, `UPDATE run_steps SET status = 'timeout', updated_at = now(),
+	rows, err := d.q().Query(ctx, `UPDATE run_steps SET status = 'timeout', updated_at = now(),
 			data = data || jsonb_build_object('answers', $2::jsonb)
 		WHERE id = $1 AND kind = 'question' AND status = 'pending' RETURNING `+stepCols, step, answers)
 	if err != nil {

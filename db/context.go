@@ -37,7 +37,7 @@ func (d *DB) ContextSources(ctx context.Context, user, thread int64) (ContextSou
 			cs.Role = &r
 		}
 	}
-	err = d.Pool.QueryRow(ctx, `SELECT u.instructions,
+	err = d.q().QueryRow(ctx, `SELECT u.instructions,
 			COALESCE((SELECT value FROM settings WHERE key = $2), '')
 		FROM users u WHERE u.id = $1`, user, SettingSystemPrompt).Scan(&cs.Instructions, &cs.SystemPrompt)
 	return cs, mapErr(err)
@@ -46,13 +46,13 @@ func (d *DB) ContextSources(ctx context.Context, user, thread int64) (ContextSou
 // Instructions returns the user's custom instructions.
 func (d *DB) Instructions(ctx context.Context, user int64) (string, error) {
 	var s string
-	err := d.Pool.QueryRow(ctx, "SELECT instructions FROM users WHERE id = $1", user).Scan(&s)
+	err := d.q().QueryRow(ctx, "SELECT instructions FROM users WHERE id = $1", user).Scan(&s)
 	return s, mapErr(err)
 }
 
 // SetInstructions stores the user's custom instructions.
 func (d *DB) SetInstructions(ctx context.Context, user int64, s string) error {
-	return execOne(ctx, d.Pool, "UPDATE users SET instructions = $2 WHERE id = $1", user, s)
+	return execOne(ctx, d.q(), "UPDATE users SET instructions = $2 WHERE id = $1", user, s)
 }
 
 // ThreadSettings are the per-thread inputs of context assembly.
@@ -76,12 +76,12 @@ func (d *DB) UpdateThreadSettings(ctx context.Context, user, thread int64, s Thr
 
 // SetThreadRole gives a thread one of the user's roles (nil: none).
 func (d *DB) SetThreadRole(ctx context.Context, user, thread int64, role *int64) error {
-	return setThreadRole(ctx, d.Pool, user, thread, role)
+	return setThreadRole(ctx, d.q(), user, thread, role)
 }
 
 // SetThreadModel changes the model that answers in a thread.
 func (d *DB) SetThreadModel(ctx context.Context, user, thread int64, model string) error {
-	return execOne(ctx, d.Pool, "UPDATE threads SET model = $3, updated_at = now() WHERE id = $1 AND owner_id = $2",
+	return execOne(ctx, d.q(), "UPDATE threads SET model = $3, updated_at = now() WHERE id = $1 AND owner_id = $2",
 		thread, user, model)
 }
 
@@ -99,7 +99,7 @@ func (d *DB) Compactions(ctx context.Context, user, thread int64, under []int64)
 	if len(under) == 0 {
 		return nil, nil
 	}
-	rows, err := d.Pool.Query(ctx, `SELECT `+prefixed("m.", messageCols)+` FROM messages m
+	rows, err := d.q().Query(ctx, `SELECT `+prefixed("m.", messageCols)+` FROM messages m
 		JOIN threads t ON t.id = m.thread_id
 		WHERE m.thread_id = $1 AND t.owner_id = $2 AND m.role = 'system' AND m.parent_id = ANY($3)
 		  AND m.metadata->>'kind' = 'compaction'
@@ -117,7 +117,7 @@ func (d *DB) AddCompaction(ctx context.Context, user, through int64, summary str
 		meta = map[string]any{}
 	}
 	meta["kind"] = "compaction"
-	rows, err := d.Pool.Query(ctx, `INSERT INTO messages (thread_id, parent_id, role, content, status, metadata)
+	rows, err := d.q().Query(ctx, `INSERT INTO messages (thread_id, parent_id, role, content, status, metadata)
 		SELECT m.thread_id, m.id, 'system', $3, 'complete', $4 FROM messages m
 		JOIN threads t ON t.id = m.thread_id
 		WHERE m.id = $1 AND t.owner_id = $2 AND m.role <> 'system'
@@ -132,7 +132,7 @@ func (d *DB) AddCompaction(ctx context.Context, user, through int64, summary str
 // Calibration returns how many characters a model's token holds, as learned
 // so far (0 and 0 samples when nothing was learned).
 func (d *DB) Calibration(ctx context.Context, model string) (charsPerToken float64, samples int, err error) {
-	err = d.Pool.QueryRow(ctx, "SELECT chars_per_token, samples FROM model_calibration WHERE model = $1", model).
+	err = d.q().QueryRow(ctx, "SELECT chars_per_token, samples FROM model_calibration WHERE model = $1", model).
 		Scan(&charsPerToken, &samples)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, 0, nil
@@ -144,7 +144,7 @@ func (d *DB) Calibration(ctx context.Context, model string) (charsPerToken float
 // the first five, then an exponential moving average (weight 0.2), so the
 // estimate settles quickly and then follows slow drift.
 func (d *DB) Calibrate(ctx context.Context, model string, charsPerToken float64) error {
-	_, err := d.Pool.Exec(ctx, `INSERT INTO model_calibration (model, chars_per_token, samples) VALUES ($1, $2, 1)
+	_, err := d.q().Exec(ctx, `INSERT INTO model_calibration (model, chars_per_token, samples) VALUES ($1, $2, 1)
 		ON CONFLICT (model) DO UPDATE SET
 			chars_per_token = model_calibration.chars_per_token
 				+ (EXCLUDED.chars_per_token - model_calibration.chars_per_token) / LEAST(model_calibration.samples + 1, 5),
@@ -162,7 +162,7 @@ type UsageTotals struct {
 // ThreadUsage sums the token usage of the runs of one of the user's threads.
 func (d *DB) ThreadUsage(ctx context.Context, user, thread int64) (UsageTotals, error) {
 	var u UsageTotals
-	err := d.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE usage ? 'output_tokens'),
+	err := d.q().QueryRow(ctx, `SELECT count(*) FILTER (WHERE usage ? 'output_tokens'),
 			COALESCE(sum((usage->>'prompt_tokens')::bigint), 0)::bigint,
 			COALESCE(sum((usage->>'output_tokens')::bigint), 0)::bigint
 		FROM runs WHERE thread_id = $1 AND owner_id = $2`, thread, user).Scan(&u.Answers, &u.PromptTokens, &u.OutputTokens)

@@ -22,13 +22,45 @@ import (
 // user's to see. Callers render it as a 404.
 var ErrNotFound = errors.New("db: not found")
 
+// errReadSnapshot refuses a transaction inside ReadSnapshot.
+var errReadSnapshot = errors.New("db: a read snapshot cannot write")
+
 // ErrConflict is returned when a unique constraint refuses a write (for
 // example a second account with the same email).
 var ErrConflict = errors.New("db: conflict")
 
-// DB is the store: a pgx pool plus the queries in this package.
+// DB is the store: a pgx pool plus the queries in this package. A DB made
+// by ReadSnapshot runs its queries in that snapshot's transaction instead.
 type DB struct {
 	Pool *pgxpool.Pool
+	tx   pgx.Tx // set inside ReadSnapshot
+}
+
+// q is where this DB's queries run: the snapshot's transaction, or the pool.
+func (d *DB) q() querier {
+	if d.tx != nil {
+		return d.tx
+	}
+	return d.Pool
+}
+
+// ReadSnapshot runs fn with a DB whose queries all read one consistent
+// snapshot (a REPEATABLE READ, READ ONLY transaction): a page built from
+// many reads never sees a run end between two of them. Writes through it
+// fail.
+func (d *DB) ReadSnapshot(ctx context.Context, fn func(s *DB) error) error {
+	tx, err := d.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("begin snapshot: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(&DB{Pool: d.Pool, tx: tx}); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("end snapshot: %w", err)
+	}
+	return nil
 }
 
 // Open connects to url, registers the pgvector types on every pooled
@@ -83,6 +115,9 @@ type querier interface {
 // rollback uses a context that survives the caller's cancellation, so a
 // cancelled request never leaves a transaction open on its connection.
 func (d *DB) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if d.tx != nil {
+		return fmt.Errorf("begin: %w", errReadSnapshot)
+	}
 	tx, err := d.Pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

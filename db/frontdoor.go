@@ -63,7 +63,7 @@ func (d *DB) ReserveLoginAttempt(ctx context.Context, since time.Time, keys ...R
 // ReleaseLoginAttempt removes reservations made by ReserveLoginAttempt: a
 // successful login is not a failure.
 func (d *DB) ReleaseLoginAttempt(ctx context.Context, ids []int64) error {
-	_, err := d.Pool.Exec(ctx, "DELETE FROM login_failures WHERE id = ANY($1)", ids)
+	_, err := d.q().Exec(ctx, "DELETE FROM login_failures WHERE id = ANY($1)", ids)
 	return err
 }
 
@@ -103,7 +103,7 @@ func setupTokenKey(token string) string {
 // accounts adds its own, so a token printed by any instance works on all;
 // creating the first account consumes every one of them.
 func (d *DB) AddSetupToken(ctx context.Context, token string) error {
-	_, err := d.Pool.Exec(ctx, "INSERT INTO settings (key, value) VALUES ($1, 'pending') ON CONFLICT (key) DO NOTHING",
+	_, err := d.q().Exec(ctx, "INSERT INTO settings (key, value) VALUES ($1, 'pending') ON CONFLICT (key) DO NOTHING",
 		setupTokenKey(token))
 	return err
 }
@@ -112,7 +112,7 @@ func (d *DB) AddSetupToken(ctx context.Context, token string) error {
 // (no account exists and a token was issued) and whether token is one of
 // those issued. It only reads: CreateUserWithToken consumes.
 func (d *DB) SetupToken(ctx context.Context, token string) (needed, valid bool, err error) {
-	err = d.Pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM users)
+	err = d.q().QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM users)
 			AND EXISTS (SELECT 1 FROM settings WHERE starts_with(key, $1)),
 		EXISTS (SELECT 1 FROM settings WHERE key = $2)`, setupTokenPrefix, setupTokenKey(token)).Scan(&needed, &valid)
 	return needed, valid, err
@@ -141,7 +141,7 @@ func consumeSetupToken(ctx context.Context, tx pgx.Tx, token string) error {
 // unexpired session (scs's table): streams of the others are ended, which
 // carries a logout on one instance to the streams open on another.
 func (d *DB) LiveSessions(ctx context.Context, tokens []string) ([]string, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT token FROM sessions WHERE token = ANY($1) AND expiry > now()", tokens)
+	rows, err := d.q().Query(ctx, "SELECT token FROM sessions WHERE token = ANY($1) AND expiry > now()", tokens)
 	if err != nil {
 		return nil, err
 	}

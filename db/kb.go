@@ -114,7 +114,7 @@ func ensureVectorIndex(ctx context.Context, q querier, dims int) error {
 
 // KBs lists the knowledge bases of one of the user's workspaces.
 func (d *DB) KBs(ctx context.Context, user, workspace int64) ([]KnowledgeBase, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+kbCols+` FROM knowledge_bases
+	rows, err := d.q().Query(ctx, "SELECT "+kbCols+` FROM knowledge_bases
 		WHERE workspace_id = $1 AND owner_id = $2 ORDER BY lower(name), id`, workspace, user)
 	if err != nil {
 		return nil, err
@@ -124,7 +124,7 @@ func (d *DB) KBs(ctx context.Context, user, workspace int64) ([]KnowledgeBase, e
 
 // KB returns one of the user's knowledge bases.
 func (d *DB) KB(ctx context.Context, user, id int64) (KnowledgeBase, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+kbCols+" FROM knowledge_bases WHERE id = $1 AND owner_id = $2", id, user)
+	rows, err := d.q().Query(ctx, "SELECT "+kbCols+" FROM knowledge_bases WHERE id = $1 AND owner_id = $2", id, user)
 	if err != nil {
 		return KnowledgeBase{}, err
 	}
@@ -134,13 +134,13 @@ func (d *DB) KB(ctx context.Context, user, id int64) (KnowledgeBase, error) {
 
 // RenameKB renames one of the user's knowledge bases.
 func (d *DB) RenameKB(ctx context.Context, user, id int64, name string) error {
-	return execOne(ctx, d.Pool, "UPDATE knowledge_bases SET name = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, name)
+	return execOne(ctx, d.q(), "UPDATE knowledge_bases SET name = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, name)
 }
 
 // UpdateKBSettings stores chunking and retrieval settings. New chunk sizes
 // apply to documents added afterwards.
 func (d *DB) UpdateKBSettings(ctx context.Context, user, id int64, in KBInput) error {
-	return execOne(ctx, d.Pool, `UPDATE knowledge_bases SET chunk_size = $3, chunk_overlap = $4, top_k = $5,
+	return execOne(ctx, d.q(), `UPDATE knowledge_bases SET chunk_size = $3, chunk_overlap = $4, top_k = $5,
 		min_similarity = $6, updated_at = now() WHERE id = $1 AND owner_id = $2`,
 		id, user, in.ChunkSize, in.ChunkOverlap, in.TopK, in.MinSimilarity)
 }
@@ -153,7 +153,7 @@ type ThreadRef struct {
 
 // KBThreads lists the user's threads a knowledge base is attached to.
 func (d *DB) KBThreads(ctx context.Context, user, kb int64) ([]ThreadRef, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT t.id, t.title FROM thread_kbs tk JOIN threads t ON t.id = tk.thread_id
+	rows, err := d.q().Query(ctx, `SELECT t.id, t.title FROM thread_kbs tk JOIN threads t ON t.id = tk.thread_id
 		WHERE tk.kb_id = $1 AND t.owner_id = $2 ORDER BY t.last_activity_at DESC`, kb, user)
 	if err != nil {
 		return nil, err
@@ -253,7 +253,7 @@ func (d *DB) AddDocument(ctx context.Context, user, kb int64, in NewDocument, en
 
 // Documents lists a knowledge base's documents, newest first.
 func (d *DB) Documents(ctx context.Context, user, kb int64) ([]Document, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+docCols+` FROM kb_documents WHERE kb_id = $1 AND owner_id = $2
+	rows, err := d.q().Query(ctx, "SELECT "+docCols+` FROM kb_documents WHERE kb_id = $1 AND owner_id = $2
 		ORDER BY id DESC`, kb, user)
 	if err != nil {
 		return nil, err
@@ -263,7 +263,7 @@ func (d *DB) Documents(ctx context.Context, user, kb int64) ([]Document, error) 
 
 // Document returns one of the user's documents.
 func (d *DB) Document(ctx context.Context, user, id int64) (Document, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+docCols+" FROM kb_documents WHERE id = $1 AND owner_id = $2", id, user)
+	rows, err := d.q().Query(ctx, "SELECT "+docCols+" FROM kb_documents WHERE id = $1 AND owner_id = $2", id, user)
 	if err != nil {
 		return Document{}, err
 	}
@@ -359,7 +359,7 @@ type NewChunk struct {
 // stored (ingestion resumes after them).
 func (d *DB) StoredPositions(ctx context.Context, doc int64, generation int) (int, error) {
 	var n int
-	err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM kb_chunks WHERE document_id = $1 AND generation = $2", doc, generation).Scan(&n)
+	err := d.q().QueryRow(ctx, "SELECT count(*) FROM kb_chunks WHERE document_id = $1 AND generation = $2", doc, generation).Scan(&n)
 	return n, err
 }
 
@@ -403,7 +403,7 @@ var ErrStaleGeneration = errors.New("db: the knowledge base changed its embeddin
 
 // SetDocumentFormat records what a document turned out to be.
 func (d *DB) SetDocumentFormat(ctx context.Context, doc int64, format string) error {
-	_, err := d.Pool.Exec(ctx, "UPDATE kb_documents SET format = $2 WHERE id = $1", doc, format)
+	_, err := d.q().Exec(ctx, "UPDATE kb_documents SET format = $2 WHERE id = $1", doc, format)
 	return err
 }
 

@@ -127,7 +127,7 @@ func (d *DB) Attachments(ctx context.Context, user int64, msgs []int64) (map[int
 	if len(msgs) == 0 {
 		return out, nil
 	}
-	rows, err := d.Pool.Query(ctx, "SELECT "+attachmentCols+` FROM attachments
+	rows, err := d.q().Query(ctx, "SELECT "+attachmentCols+` FROM attachments
 		WHERE message_id = ANY($1) AND owner_id = $2 ORDER BY id`, msgs, user)
 	if err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func (d *DB) Attachments(ctx context.Context, user int64, msgs []int64) (map[int
 
 // AttachmentByID returns one of the user's attachments.
 func (d *DB) AttachmentByID(ctx context.Context, user, id int64) (Attachment, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+attachmentCols+" FROM attachments WHERE id = $1 AND owner_id = $2", id, user)
+	rows, err := d.q().Query(ctx, "SELECT "+attachmentCols+" FROM attachments WHERE id = $1 AND owner_id = $2", id, user)
 	if err != nil {
 		return Attachment{}, err
 	}
@@ -212,10 +212,10 @@ func (d *DB) FinishMedia(ctx context.Context, id int64, ready *MediaReadyInfo, f
 	var rows pgx.Rows
 	var err error
 	if ready != nil {
-		rows, err = d.Pool.Query(ctx, `UPDATE media SET status = 'ready', sha256 = $2, mime = $3, thumb_sha = $4, size = $5,
+		rows, err = d.q().Query(ctx, `UPDATE media SET status = 'ready', sha256 = $2, mime = $3, thumb_sha = $4, size = $5,
 			error = '', updated_at = now() WHERE id = $1 RETURNING `+mediaCols, id, ready.SHA256, ready.MIME, ready.ThumbSHA, ready.Size)
 	} else {
-		rows, err = d.Pool.Query(ctx, `UPDATE media SET status = 'failed', error = $2, updated_at = now()
+		rows, err = d.q().Query(ctx, `UPDATE media SET status = 'failed', error = $2, updated_at = now()
 			WHERE id = $1 RETURNING `+mediaCols, id, failure)
 	}
 	if err != nil {
@@ -236,14 +236,14 @@ type MediaJob struct {
 // for the owner recorded on the thread).
 func (d *DB) MediaForJob(ctx context.Context, id int64) (MediaJob, error) {
 	var j MediaJob
-	rows, err := d.Pool.Query(ctx, "SELECT "+prefixed("md.", mediaCols)+` FROM media md WHERE md.id = $1`, id)
+	rows, err := d.q().Query(ctx, "SELECT "+prefixed("md.", mediaCols)+` FROM media md WHERE md.id = $1`, id)
 	if err != nil {
 		return j, err
 	}
 	if j.Media, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Media]); err != nil {
 		return j, mapErr(err)
 	}
-	err = d.Pool.QueryRow(ctx, `SELECT t.owner_id, m.content FROM messages m JOIN threads t ON t.id = m.thread_id
+	err = d.q().QueryRow(ctx, `SELECT t.owner_id, m.content FROM messages m JOIN threads t ON t.id = m.thread_id
 		WHERE m.id = $1`, j.Media.MessageID).Scan(&j.OwnerID, &j.Text)
 	return j, mapErr(err)
 }
@@ -254,7 +254,7 @@ func (d *DB) MediaOf(ctx context.Context, user int64, msgs []int64) (map[int64][
 	if len(msgs) == 0 {
 		return out, nil
 	}
-	rows, err := d.Pool.Query(ctx, "SELECT "+prefixed("md.", mediaCols)+` FROM media md
+	rows, err := d.q().Query(ctx, "SELECT "+prefixed("md.", mediaCols)+` FROM media md
 		JOIN messages m ON m.id = md.message_id JOIN threads t ON t.id = m.thread_id
 		WHERE md.message_id = ANY($1) AND t.owner_id = $2 ORDER BY md.id`, msgs, user)
 	if err != nil {
@@ -272,7 +272,7 @@ func (d *DB) MediaOf(ctx context.Context, user int64, msgs []int64) (map[int64][
 
 // MediaByID returns one of the user's media.
 func (d *DB) MediaByID(ctx context.Context, user, id int64) (Media, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+prefixed("md.", mediaCols)+` FROM media md
+	rows, err := d.q().Query(ctx, "SELECT "+prefixed("md.", mediaCols)+` FROM media md
 		JOIN messages m ON m.id = md.message_id JOIN threads t ON t.id = m.thread_id
 		WHERE md.id = $1 AND t.owner_id = $2`, id, user)
 	if err != nil {
@@ -285,7 +285,7 @@ func (d *DB) MediaByID(ctx context.Context, user, id int64) (Media, error) {
 // ReferencedBlobs lists every content hash an attachment or a media item
 // still uses (files, thumbnails).
 func (d *DB) ReferencedBlobs(ctx context.Context) (map[string]bool, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT sha256 FROM attachments UNION SELECT thumb_sha FROM attachments WHERE thumb_sha <> ''
+	rows, err := d.q().Query(ctx, `SELECT sha256 FROM attachments UNION SELECT thumb_sha FROM attachments WHERE thumb_sha <> ''
 		UNION SELECT sha256 FROM media WHERE sha256 <> '' UNION SELECT thumb_sha FROM media WHERE thumb_sha <> ''`)
 	if err != nil {
 		return nil, err
@@ -304,7 +304,7 @@ func (d *DB) ReferencedBlobs(ctx context.Context) (map[string]bool, error) {
 // StillReferenced returns which of the given content hashes an attachment
 // or a media item still uses (each found through its index).
 func (d *DB) StillReferenced(ctx context.Context, shas []string) (map[string]bool, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT s FROM unnest($1::text[]) s WHERE
+	rows, err := d.q().Query(ctx, `SELECT s FROM unnest($1::text[]) s WHERE
 		EXISTS (SELECT 1 FROM attachments WHERE sha256 = s) OR EXISTS (SELECT 1 FROM attachments WHERE thumb_sha = s AND thumb_sha <> '')
 		OR EXISTS (SELECT 1 FROM media WHERE sha256 = s AND sha256 <> '') OR EXISTS (SELECT 1 FROM media WHERE thumb_sha = s AND thumb_sha <> '')`, shas)
 	if err != nil {
@@ -324,7 +324,7 @@ func (d *DB) StillReferenced(ctx context.Context, shas []string) (map[string]boo
 // ExpireUnsentAttachments deletes attachments never bound to a message
 // that are older than the given age, and returns how many.
 func (d *DB) ExpireUnsentAttachments(ctx context.Context, olderThan time.Duration) (int64, error) {
-	tag, err := d.Pool.Exec(ctx, `DELETE FROM attachments WHERE message_id IS NULL
+	tag, err := d.q().Exec(ctx, `DELETE FROM attachments WHERE message_id IS NULL
 		AND created_at < now() - make_interval(secs => $1)`, olderThan.Seconds())
 	return tag.RowsAffected(), err
 }
@@ -376,7 +376,7 @@ func (d *DB) AddImageRequest(ctx context.Context, user, thread int64, prompt, an
 
 // SetThreadMedia switches a thread's automatic read-aloud and image options.
 func (d *DB) SetThreadMedia(ctx context.Context, user, thread int64, tts, image bool) error {
-	return execOne(ctx, d.Pool, `UPDATE threads SET tts_enabled = $3, image_enabled = $4, updated_at = now()
+	return execOne(ctx, d.q(), `UPDATE threads SET tts_enabled = $3, image_enabled = $4, updated_at = now()
 		WHERE id = $1 AND owner_id = $2`, thread, user, tts, image)
 }
 
@@ -385,7 +385,7 @@ func (d *DB) SetThreadMedia(ctx context.Context, user, thread int64, tts, image 
 // panicked), and returns how many. A job that does run later still
 // records its outcome.
 func (d *DB) FailStaleMedia(ctx context.Context, olderThan time.Duration, msg string) (int64, error) {
-	tag, err := d.Pool.Exec(ctx, `UPDATE media SET status = 'failed', error = $2, updated_at = now()
+	tag, err := d.q().Exec(ctx, `UPDATE media SET status = 'failed', error = $2, updated_at = now()
 		WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1)`, olderThan.Seconds(), msg)
 	return tag.RowsAffected(), err
 }

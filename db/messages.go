@@ -59,7 +59,7 @@ func (d *DB) PathTo(ctx context.Context, user, message int64, limit int) (path [
 
 // pathUp walks parent links up from the row the start query selects.
 func (d *DB) pathUp(ctx context.Context, start string, id, user int64, limit int) (path []Message, more bool, err error) {
-	rows, err := d.Pool.Query(ctx, `WITH RECURSIVE up AS (
+	rows, err := d.q().Query(ctx, `WITH RECURSIVE up AS (
 			`+start+`
 			UNION ALL
 			SELECT m.*, up.depth + 1 FROM messages m JOIN up ON m.id = up.parent_id

@@ -29,14 +29,14 @@ func storedBytes(ctx context.Context, q querier, user int64) (int64, error) {
 // file hashes their attachments already hold (storing those again costs
 // nothing).
 func (d *DB) StorageUse(ctx context.Context, user int64, shas []string) (used int64, held map[string]bool, err error) {
-	if used, err = storedBytes(ctx, d.Pool, user); err != nil {
+	if used, err = storedBytes(ctx, d.q(), user); err != nil {
 		return 0, nil, err
 	}
 	held = map[string]bool{}
 	if len(shas) == 0 {
 		return used, held, nil
 	}
-	rows, err := d.Pool.Query(ctx, "SELECT DISTINCT sha256 FROM attachments WHERE owner_id = $1 AND sha256 = ANY($2)", user, shas)
+	rows, err := d.q().Query(ctx, "SELECT DISTINCT sha256 FROM attachments WHERE owner_id = $1 AND sha256 = ANY($2)", user, shas)
 	if err != nil {
 		return 0, nil, err
 	}

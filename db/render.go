@@ -12,7 +12,7 @@ func (d *DB) RenderedBodies(ctx context.Context, user int64, ids []int64, versio
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := d.Pool.Query(ctx, `SELECT m.id, m.body_html FROM messages m
+	rows, err := d.q().Query(ctx, `SELECT m.id, m.body_html FROM messages m
 		JOIN threads t ON t.id = m.thread_id
 		WHERE m.id = ANY($1) AND t.owner_id = $2 AND m.body_html_version = $3 AND m.body_html IS NOT NULL`,
 		ids, user, version)
@@ -36,7 +36,7 @@ func (d *DB) RenderedBodies(ctx context.Context, user int64, ids []int64, versio
 // updatedAt; a message changed since (or streaming again) keeps none.
 // html must come from the renderer: pages insert it as it is.
 func (d *DB) StoreRenderedBody(ctx context.Context, user, id int64, updatedAt time.Time, version int, html string) error {
-	_, err := d.Pool.Exec(ctx, `UPDATE messages m SET body_html = $4, body_html_version = $5
+	_, err := d.q().Exec(ctx, `UPDATE messages m SET body_html = $4, body_html_version = $5
 		FROM threads t
 		WHERE m.id = $1 AND t.id = m.thread_id AND t.owner_id = $2 AND m.updated_at = $3 AND m.status <> 'streaming'`,
 		id, user, updatedAt, html, version)

@@ -105,7 +105,7 @@ func (d *DB) searchWords(ctx context.Context, kb KnowledgeBase, words []string) 
 	if kb.Chunks <= limit {
 		return words, nil
 	}
-	rows, err := d.Pool.Query(ctx, "SELECT word, chunks FROM kb_lexemes WHERE kb_id = $1 AND word = ANY($2)", kb.ID, words)
+	rows, err := d.q().Query(ctx, "SELECT word, chunks FROM kb_lexemes WHERE kb_id = $1 AND word = ANY($2)", kb.ID, words)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (d *DB) TextSearch(ctx context.Context, user int64, kb KnowledgeBase, words
 	if err != nil || len(words) == 0 {
 		return nil, err
 	}
-	rows, err := d.Pool.Query(ctx, `WITH q AS (SELECT to_tsquery('simple',
+	rows, err := d.q().Query(ctx, `WITH q AS (SELECT to_tsquery('simple',
 			array_to_string(array(SELECT quote_literal(w) FROM unnest($1::text[]) w), ' | ')) AS tsq)
 		SELECT `+hitCols+`, ts_rank(c.tsv, q.tsq, 1)::float8 AS score
 		FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id, q
@@ -190,7 +190,7 @@ func uniq(ids []int64) map[int64]bool {
 
 // ThreadKBs lists the knowledge bases attached to one of the user's threads.
 func (d *DB) ThreadKBs(ctx context.Context, user, thread int64) ([]KnowledgeBase, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+prefixed("k.", kbCols)+` FROM thread_kbs tk
+	rows, err := d.q().Query(ctx, "SELECT "+prefixed("k.", kbCols)+` FROM thread_kbs tk
 		JOIN knowledge_bases k ON k.id = tk.kb_id JOIN threads t ON t.id = tk.thread_id
 		WHERE tk.thread_id = $1 AND t.owner_id = $2 AND k.owner_id = $2 ORDER BY lower(k.name)`, thread, user)
 	if err != nil {
@@ -206,7 +206,7 @@ func (d *DB) SetSources(ctx context.Context, msg int64, sources any) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.Pool.Exec(ctx, `UPDATE messages SET metadata = metadata || jsonb_build_object('sources', $2::jsonb)
+	_, err = d.q().Exec(ctx, `UPDATE messages SET metadata = metadata || jsonb_build_object('sources', $2::jsonb)
 		WHERE id = $1`, msg, b)
 	return err
 }
@@ -244,7 +244,7 @@ func (d *DB) StartReembed(ctx context.Context, user, kb int64, model string, dim
 // KBForJob returns a knowledge base by id, for a background job acting for
 // its owner.
 func (d *DB) KBForJob(ctx context.Context, id int64) (KnowledgeBase, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+kbCols+" FROM knowledge_bases WHERE id = $1", id)
+	rows, err := d.q().Query(ctx, "SELECT "+kbCols+" FROM knowledge_bases WHERE id = $1", id)
 	if err != nil {
 		return KnowledgeBase{}, err
 	}
@@ -269,7 +269,7 @@ type PendingChunk struct {
 // after the chunk id after (keyset: each batch costs its own size), that have
 // no counterpart in the next one yet.
 func (d *DB) ChunksToReembed(ctx context.Context, kb KnowledgeBase, after int64, limit int) ([]PendingChunk, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT c.id, c.document_id, c.owner_id, c.position, c.text, c.headings, c.heading, c.page
+	rows, err := d.q().Query(ctx, `SELECT c.id, c.document_id, c.owner_id, c.position, c.text, c.headings, c.heading, c.page
 		FROM kb_chunks c WHERE c.kb_id = $1 AND c.generation = $2 AND c.id > $3
 		  AND NOT EXISTS (SELECT 1 FROM kb_chunks n WHERE n.document_id = c.document_id AND n.generation = $2 + 1 AND n.position = c.position)
 		ORDER BY c.id LIMIT $4`, kb.ID, kb.Generation, after, limit)

@@ -45,7 +45,7 @@ type RoleInput struct {
 
 // Roles lists the user's roles by name.
 func (d *DB) Roles(ctx context.Context, user int64) ([]Role, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+roleCols+" FROM roles WHERE owner_id = $1 ORDER BY lower(name), id", user)
+	rows, err := d.q().Query(ctx, "SELECT "+roleCols+" FROM roles WHERE owner_id = $1 ORDER BY lower(name), id", user)
 	if err != nil {
 		return nil, err
 	}
@@ -94,12 +94,12 @@ func (d *DB) DeleteRole(ctx context.Context, user, id int64) (threads int, err e
 // RoleUsage counts the user's threads that use a role.
 func (d *DB) RoleUsage(ctx context.Context, user, id int64) (int, error) {
 	var n int
-	err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM threads WHERE role_id = $1 AND owner_id = $2", id, user).Scan(&n)
+	err := d.q().QueryRow(ctx, "SELECT count(*) FROM threads WHERE role_id = $1 AND owner_id = $2", id, user).Scan(&n)
 	return n, err
 }
 
 func (d *DB) oneRole(ctx context.Context, sql string, args ...any) (Role, error) {
-	rows, err := d.Pool.Query(ctx, sql, args...)
+	rows, err := d.q().Query(ctx, sql, args...)
 	if err != nil {
 		return Role{}, err
 	}

@@ -245,7 +245,7 @@ func (d *DB) RetryAnswer(ctx context.Context, user, assistantMsg int64, kind, mo
 
 // Run returns one of the user's runs.
 func (d *DB) Run(ctx context.Context, user, id int64) (Run, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+runCols+" FROM runs WHERE id = $1 AND owner_id = $2", id, user)
+	rows, err := d.q().Query(ctx, "SELECT "+runCols+" FROM runs WHERE id = $1 AND owner_id = $2", id, user)
 	if err != nil {
 		return Run{}, err
 	}
@@ -256,7 +256,7 @@ func (d *DB) Run(ctx context.Context, user, id int64) (Run, error) {
 // ActiveRuns lists the thread's queued, running and waiting runs, oldest
 // first.
 func (d *DB) ActiveRuns(ctx context.Context, user, thread int64) ([]Run, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+runCols+` FROM runs
+	rows, err := d.q().Query(ctx, "SELECT "+runCols+` FROM runs
 		WHERE thread_id = $1 AND owner_id = $2 AND status IN ('queued', 'running', 'waiting') ORDER BY id`, thread, user)
 	if err != nil {
 		return nil, err
@@ -308,7 +308,7 @@ func (d *DB) ClaimNextRun(ctx context.Context, thread int64, instance string, us
 // ThreadsWithQueuedRuns lists threads that have queued runs, oldest queued
 // first; owner limits it to one user's threads (0: everyone's).
 func (d *DB) ThreadsWithQueuedRuns(ctx context.Context, owner int64) ([]int64, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT thread_id FROM runs WHERE status = 'queued' AND ($1 = 0 OR owner_id = $1)
+	rows, err := d.q().Query(ctx, `SELECT thread_id FROM runs WHERE status = 'queued' AND ($1 = 0 OR owner_id = $1)
 		GROUP BY thread_id ORDER BY min(id)`, owner)
 	if err != nil {
 		return nil, err
@@ -349,7 +349,7 @@ func (d *DB) FlushAnswer(ctx context.Context, run, msg int64, content, thinking 
 // running one stops it at its next flush). It returns the ids of the runs
 // that were running or waiting, for the runtime to stop the ones it holds.
 func (d *DB) CancelThreadRuns(ctx context.Context, user, thread int64) ([]int64, error) {
-	rows, err := d.Pool.Query(ctx, `UPDATE runs SET
+	rows, err := d.q().Query(ctx, `UPDATE runs SET
 			status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
 			finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
 			cancel_requested = status IN ('running', 'waiting') OR cancel_requested
@@ -450,7 +450,7 @@ func (d *DB) CancelRun(ctx context.Context, user, id int64) (Run, error) {
 
 // Message returns one of the user's messages.
 func (d *DB) Message(ctx context.Context, user, id int64) (Message, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+prefixed("m.", messageCols)+` FROM messages m
+	rows, err := d.q().Query(ctx, "SELECT "+prefixed("m.", messageCols)+` FROM messages m
 		JOIN threads t ON t.id = m.thread_id WHERE m.id = $1 AND t.owner_id = $2`, id, user)
 	if err != nil {
 		return Message{}, err
@@ -461,7 +461,7 @@ func (d *DB) Message(ctx context.Context, user, id int64) (Message, error) {
 
 // Heartbeat records that an instance is alive.
 func (d *DB) Heartbeat(ctx context.Context, instance string) error {
-	_, err := d.Pool.Exec(ctx, `INSERT INTO instances (id) VALUES ($1)
+	_, err := d.q().Exec(ctx, `INSERT INTO instances (id) VALUES ($1)
 		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`, instance)
 	return err
 }

@@ -29,7 +29,7 @@ func (d *DB) Search(ctx context.Context, user, workspace int64, q string, limit 
 	like := "%" + escapeLike(q) + "%"
 	// The simple protocol plans the query for these very values: a plan
 	// cached for any pattern cannot know whether the trigram index pays.
-	rows, err := d.Pool.Query(ctx, `WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS tsq)
+	rows, err := d.q().Query(ctx, `WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS tsq)
 		(SELECT t.id AS thread_id, t.title, NULL::bigint AS message_id, '' AS role, t.title AS text, 2::real AS rank
 		 FROM threads t WHERE t.workspace_id = $2 AND t.owner_id = $1 AND t.title ILIKE $4
 		 ORDER BY t.last_activity_at DESC LIMIT $5)

@@ -9,12 +9,12 @@ import (
 
 // Setting returns an instance setting, or def when it was never set.
 func (d *DB) Setting(ctx context.Context, key, def string) (string, error) {
-	return getSetting(ctx, d.Pool, key, def)
+	return getSetting(ctx, d.q(), key, def)
 }
 
 // SetSetting stores an instance setting. Only admins reach it (handlers).
 func (d *DB) SetSetting(ctx context.Context, key, value string) error {
-	_, err := d.Pool.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)
+	_, err := d.q().Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)
 		ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, key, value)
 	return err
 }

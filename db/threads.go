@@ -51,7 +51,7 @@ type ThreadCursor struct {
 
 // Thread returns one of the user's threads.
 func (d *DB) Thread(ctx context.Context, user, id int64) (Thread, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+threadCols+" FROM threads WHERE id = $1 AND owner_id = $2", id, user)
+	rows, err := d.q().Query(ctx, "SELECT "+threadCols+" FROM threads WHERE id = $1 AND owner_id = $2", id, user)
 	if err != nil {
 		return Thread{}, err
 	}
@@ -66,11 +66,11 @@ func (d *DB) Thread(ctx context.Context, user, id int64) (Thread, error) {
 func (d *DB) SidebarThreads(ctx context.Context, user, workspace int64, after *ThreadCursor, limit int) (page []ThreadSummary, next *ThreadCursor, err error) {
 	var rows pgx.Rows
 	if after == nil {
-		rows, err = d.Pool.Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
+		rows, err = d.q().Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
 			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived
 			ORDER BY pinned DESC, last_activity_at DESC, id DESC LIMIT $3`, workspace, user, limit+1)
 	} else {
-		rows, err = d.Pool.Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
+		rows, err = d.q().Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
 			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived
 			  AND (pinned, last_activity_at, id) < ($4, $5, $6)
 			ORDER BY pinned DESC, last_activity_at DESC, id DESC LIMIT $3`,
@@ -93,14 +93,14 @@ func (d *DB) SidebarThreads(ctx context.Context, user, workspace int64, after *T
 
 // RenameThread sets a thread's title; a generated title never replaces it.
 func (d *DB) RenameThread(ctx context.Context, user, id int64, title string) error {
-	return execOne(ctx, d.Pool, `UPDATE threads SET title = $3, title_state = 'user', updated_at = now()
+	return execOne(ctx, d.q(), `UPDATE threads SET title = $3, title_state = 'user', updated_at = now()
 		WHERE id = $1 AND owner_id = $2`, id, user, title)
 }
 
 // SetGeneratedTitle stores a model-generated title unless the thread already
 // has a generated or user-chosen one. It reports whether it did.
 func (d *DB) SetGeneratedTitle(ctx context.Context, user, id int64, title string) (bool, error) {
-	tag, err := d.Pool.Exec(ctx, `UPDATE threads SET title = $3, title_state = 'generated', updated_at = now()
+	tag, err := d.q().Exec(ctx, `UPDATE threads SET title = $3, title_state = 'generated', updated_at = now()
 		WHERE id = $1 AND owner_id = $2 AND title_state = 'provisional'`, id, user, title)
 	if err != nil {
 		return false, err
@@ -110,12 +110,12 @@ func (d *DB) SetGeneratedTitle(ctx context.Context, user, id int64, title string
 
 // SetThreadPinned pins or unpins a thread.
 func (d *DB) SetThreadPinned(ctx context.Context, user, id int64, pinned bool) error {
-	return execOne(ctx, d.Pool, "UPDATE threads SET pinned = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, pinned)
+	return execOne(ctx, d.q(), "UPDATE threads SET pinned = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, pinned)
 }
 
 // SetThreadArchived archives or unarchives a thread.
 func (d *DB) SetThreadArchived(ctx context.Context, user, id int64, archived bool) error {
-	return execOne(ctx, d.Pool, "UPDATE threads SET archived = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, archived)
+	return execOne(ctx, d.q(), "UPDATE threads SET archived = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, archived)
 }
 
 // DeleteThread removes a thread with its messages, runs, steps, attachments

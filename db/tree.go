@@ -28,7 +28,7 @@ func (d *DB) Branches(ctx context.Context, user, thread int64, msgs []Message) (
 			parents = append(parents, *m.ParentID)
 		}
 	}
-	rows, err := d.Pool.Query(ctx, `SELECT m.id, m.parent_id FROM messages m JOIN threads t ON t.id = m.thread_id
+	rows, err := d.q().Query(ctx, `SELECT m.id, m.parent_id FROM messages m JOIN threads t ON t.id = m.thread_id
 		WHERE m.thread_id = $1 AND t.owner_id = $2 AND (m.parent_id = ANY($3) OR ($4 AND m.parent_id IS NULL))
 		  AND m.role <> 'system'
 		ORDER BY m.id`, thread, user, parents, roots)
@@ -90,7 +90,7 @@ const newestLeafSQL = `WITH RECURSIVE down AS (
 // NewestLeafUnder returns the leaf of the branch that message starts, and
 // its thread.
 func (d *DB) NewestLeafUnder(ctx context.Context, user, message int64) (leaf, thread int64, err error) {
-	err = d.Pool.QueryRow(ctx, newestLeafSQL, message, user).Scan(&leaf, &thread)
+	err = d.q().QueryRow(ctx, newestLeafSQL, message, user).Scan(&leaf, &thread)
 	return leaf, thread, mapErr(err)
 }
 
@@ -354,14 +354,14 @@ func (d *DB) DeleteMessage(ctx context.Context, user, message int64) (DeletedSub
 // MoveThread moves one of the user's threads into another of their active
 // workspaces.
 func (d *DB) MoveThread(ctx context.Context, user, thread, workspace int64) error {
-	return execOne(ctx, d.Pool, `UPDATE threads SET workspace_id = $3, updated_at = now()
+	return execOne(ctx, d.q(), `UPDATE threads SET workspace_id = $3, updated_at = now()
 		WHERE id = $1 AND owner_id = $2
 		AND EXISTS (SELECT 1 FROM workspaces WHERE id = $3 AND owner_id = $2 AND status = 'active')`, thread, user, workspace)
 }
 
 // ArchivedThreads lists a workspace's archived threads, newest activity first.
 func (d *DB) ArchivedThreads(ctx context.Context, user, workspace int64, limit int) ([]ThreadSummary, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
+	rows, err := d.q().Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
 		WHERE workspace_id = $1 AND owner_id = $2 AND archived
 		ORDER BY last_activity_at DESC, id DESC LIMIT $3`, workspace, user, limit)
 	if err != nil {

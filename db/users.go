@@ -89,7 +89,7 @@ func (d *DB) CreateUserWithToken(ctx context.Context, email, displayName, passwo
 
 // UserByEmail finds an account by email, case-insensitively.
 func (d *DB) UserByEmail(ctx context.Context, email string) (User, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+userCols+" FROM users WHERE lower(email) = lower($1)", email)
+	rows, err := d.q().Query(ctx, "SELECT "+userCols+" FROM users WHERE lower(email) = lower($1)", email)
 	if err != nil {
 		return User{}, err
 	}
@@ -99,7 +99,7 @@ func (d *DB) UserByEmail(ctx context.Context, email string) (User, error) {
 
 // UserByID finds an account by id (used to load the signed-in user).
 func (d *DB) UserByID(ctx context.Context, id int64) (User, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+userCols+" FROM users WHERE id = $1", id)
+	rows, err := d.q().Query(ctx, "SELECT "+userCols+" FROM users WHERE id = $1", id)
 	if err != nil {
 		return User{}, err
 	}
@@ -110,26 +110,26 @@ func (d *DB) UserByID(ctx context.Context, id int64) (User, error) {
 // CountUsers returns how many accounts exist.
 func (d *DB) CountUsers(ctx context.Context) (int, error) {
 	var n int
-	err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM users").Scan(&n)
+	err := d.q().QueryRow(ctx, "SELECT count(*) FROM users").Scan(&n)
 	return n, err
 }
 
 // RecordLoginFailure remembers one failed login for each key.
 func (d *DB) RecordLoginFailure(ctx context.Context, keys ...string) error {
-	_, err := d.Pool.Exec(ctx, "INSERT INTO login_failures (key) SELECT unnest($1::text[])", keys)
+	_, err := d.q().Exec(ctx, "INSERT INTO login_failures (key) SELECT unnest($1::text[])", keys)
 	return err
 }
 
 // LoginFailures counts the failures of key since the given time.
 func (d *DB) LoginFailures(ctx context.Context, key string, since time.Time) (int, error) {
 	var n int
-	err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM login_failures WHERE key = $1 AND failed_at > $2", key, since).Scan(&n)
+	err := d.q().QueryRow(ctx, "SELECT count(*) FROM login_failures WHERE key = $1 AND failed_at > $2", key, since).Scan(&n)
 	return n, err
 }
 
 // ClearLoginFailures forgets the failures of key (after a successful login)
 // and prunes every failure older than before.
 func (d *DB) ClearLoginFailures(ctx context.Context, key string, before time.Time) error {
-	_, err := d.Pool.Exec(ctx, "DELETE FROM login_failures WHERE key = $1 OR failed_at < $2", key, before)
+	_, err := d.q().Exec(ctx, "DELETE FROM login_failures WHERE key = $1 OR failed_at < $2", key, before)
 	return err
 }

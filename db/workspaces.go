@@ -39,12 +39,12 @@ func insertWorkspace(ctx context.Context, q querier, owner int64, name string, i
 
 // CreateWorkspace adds a workspace for the user.
 func (d *DB) CreateWorkspace(ctx context.Context, user int64, name string) (Workspace, error) {
-	return insertWorkspace(ctx, d.Pool, user, name, false)
+	return insertWorkspace(ctx, d.q(), user, name, false)
 }
 
 // Workspace returns one of the user's workspaces.
 func (d *DB) Workspace(ctx context.Context, user, id int64) (Workspace, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+workspaceCols+" FROM workspaces WHERE id = $1 AND owner_id = $2", id, user)
+	rows, err := d.q().Query(ctx, "SELECT "+workspaceCols+" FROM workspaces WHERE id = $1 AND owner_id = $2", id, user)
 	if err != nil {
 		return Workspace{}, err
 	}
@@ -54,7 +54,7 @@ func (d *DB) Workspace(ctx context.Context, user, id int64) (Workspace, error) {
 
 // DefaultWorkspace returns the user's default workspace.
 func (d *DB) DefaultWorkspace(ctx context.Context, user int64) (Workspace, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+workspaceCols+" FROM workspaces WHERE owner_id = $1 AND is_default", user)
+	rows, err := d.q().Query(ctx, "SELECT "+workspaceCols+" FROM workspaces WHERE owner_id = $1 AND is_default", user)
 	if err != nil {
 		return Workspace{}, err
 	}
@@ -64,7 +64,7 @@ func (d *DB) DefaultWorkspace(ctx context.Context, user int64) (Workspace, error
 
 // Workspaces lists the user's workspaces: active ones first, by name.
 func (d *DB) Workspaces(ctx context.Context, user int64) ([]Workspace, error) {
-	rows, err := d.Pool.Query(ctx, "SELECT "+workspaceCols+` FROM workspaces WHERE owner_id = $1
+	rows, err := d.q().Query(ctx, "SELECT "+workspaceCols+` FROM workspaces WHERE owner_id = $1
 		ORDER BY status, is_default DESC, lower(name), id`, user)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (d *DB) Workspaces(ctx context.Context, user int64) ([]Workspace, error) {
 
 // RenameWorkspace renames one of the user's workspaces.
 func (d *DB) RenameWorkspace(ctx context.Context, user, id int64, name string) error {
-	return execOne(ctx, d.Pool, "UPDATE workspaces SET name = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, name)
+	return execOne(ctx, d.q(), "UPDATE workspaces SET name = $3, updated_at = now() WHERE id = $1 AND owner_id = $2", id, user, name)
 }
 
 // SetWorkspaceArchived archives or restores one of the user's workspaces.
@@ -84,7 +84,7 @@ func (d *DB) SetWorkspaceArchived(ctx context.Context, user, id int64, archived 
 	if archived {
 		status = "archived"
 	}
-	return execOne(ctx, d.Pool, `UPDATE workspaces SET status = $3, updated_at = now()
+	return execOne(ctx, d.q(), `UPDATE workspaces SET status = $3, updated_at = now()
 		WHERE id = $1 AND owner_id = $2 AND NOT (is_default AND $3 = 'archived')`, id, user, status)
 }
 
