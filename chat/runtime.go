@@ -47,6 +47,8 @@ type Store interface {
 	AdoptWaitingRuns(ctx context.Context, self string, own bool, staleAfter time.Duration) ([]db.Run, error)
 	ResumeRun(ctx context.Context, user, run int64) (db.Run, error)
 	Attachments(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Attachment, error)
+	// ReadSnapshot runs fn over one read-only snapshot of the database.
+	ReadSnapshot(ctx context.Context, fn func(s *db.DB) error) error
 }
 
 // Chatter is the part of the Ollama client that answers.

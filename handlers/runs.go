@@ -36,6 +36,7 @@ type runtime interface {
 	TitleChanged(thread int64) (<-chan struct{}, func())
 	Compact(ctx context.Context, user, thread int64) (db.Message, error)
 	ContextGauge(ctx context.Context, user, thread int64) (chat.Gauge, error)
+	MessageItems(ctx context.Context, user int64, t db.Thread, msgs []db.Message) ([]chat.MessageItem, error)
 }
 
 // runs serves a run's event stream and its stop button.
@@ -289,7 +290,7 @@ func (h *runs) sendDone(ctx context.Context, es *eventStream, user int64, run db
 }
 
 func (h *runs) sendFinal(ctx context.Context, es *eventStream, user int64, m db.Message) error {
-	v := views.MessageView{Message: m, Models: h.models.ChatModels(ctx)}
+	v := views.MessageView{MessageItem: chat.MessageItem{Message: m}, Models: h.models.ChatModels(ctx)}
 	if db.MetaRoute(m.Metadata) == db.RouteAgent {
 		if rs, err := h.store.StepsOfMessages(ctx, user, []int64{m.ID}); err == nil {
 			if x, ok := rs[m.ID]; ok {

@@ -245,8 +245,8 @@ func (h *threads) send(w http.ResponseWriter, r *http.Request, in chat.Input) {
 			return
 		}
 		render(w, r, http.StatusOK, templ.Join(
-			views.MessageItem(views.MessageView{Message: sent.User, Attachments: files[sent.User.ID]}),
-			views.MessageItem(views.MessageView{Message: sent.Assistant, Run: &run}),
+			views.MessageItem(views.MessageView{MessageItem: chat.MessageItem{Message: sent.User, Attachments: files[sent.User.ID]}}),
+			views.MessageItem(views.MessageView{MessageItem: chat.MessageItem{Message: sent.Assistant, Run: &run}}),
 		))
 		return
 	}
@@ -398,73 +398,16 @@ func hasAnswer(items []views.MessageView) bool {
 	return false
 }
 
-// messageViews pairs each message with its branch position, the summary
-// hanging under it and, for an answer being written, its active run.
+// messageViews reads msgs' items from one snapshot and gives final answers
+// their stored rendering.
 func (h *threads) messageViews(ctx context.Context, user int64, t db.Thread, msgs []db.Message, models []string) ([]views.MessageView, error) {
-	thread := t.ID
-	active, err := h.store.ActiveRuns(ctx, user, thread)
+	items, err := h.rt.MessageItems(ctx, user, t, msgs)
 	if err != nil {
 		return nil, err
 	}
-	branches, err := h.store.Branches(ctx, user, thread, msgs)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]int64, len(msgs))
-	for i, m := range msgs {
-		ids[i] = m.ID
-	}
-	nodes, err := h.store.Compactions(ctx, user, thread, ids)
-	if err != nil {
-		return nil, err
-	}
-	summaries := map[int64]*db.Message{}
-	for i := range nodes { // newest first
-		if p := nodes[i].ParentID; p != nil && summaries[*p] == nil {
-			summaries[*p] = &nodes[i]
-		}
-	}
-	byMsg := map[int64]*db.Run{}
-	for i := range active {
-		if m := active[i].AssistantMessageID; m != nil {
-			byMsg[*m] = &active[i]
-		}
-	}
-	var agentIDs []int64
-	for _, m := range msgs {
-		if m.Role == "assistant" && db.MetaRoute(m.Metadata) == db.RouteAgent {
-			agentIDs = append(agentIDs, m.ID)
-		}
-	}
-	steps, err := h.store.StepsOfMessages(ctx, user, agentIDs)
-	if err != nil {
-		return nil, err
-	}
-	files, err := h.store.Attachments(ctx, user, ids)
-	if err != nil {
-		return nil, err
-	}
-	generated, err := h.store.MediaOf(ctx, user, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]views.MessageView, len(msgs))
-	for i, m := range msgs {
-		run := byMsg[m.ID]
-		if m.Status == db.MsgStreaming && run == nil {
-			// Its run ended between reading the messages and the runs: the
-			// message is final by now (a streaming answer without its
-			// stream would never update).
-			if fresh, err := h.store.Message(ctx, user, m.ID); err == nil {
-				m = fresh
-			}
-		}
-		out[i] = views.MessageView{Message: m, Run: run, Branch: branches[m.ID], Models: models,
-			Compaction: summaries[m.ID], CompactionOff: !t.Compaction}
-		if rs, ok := steps[m.ID]; ok {
-			out[i].Steps, out[i].AgentRun = rs.Steps, &rs.Run
-		}
-		out[i].Attachments, out[i].Media = files[m.ID], generated[m.ID]
+	out := make([]views.MessageView, len(items))
+	for i, it := range items {
+		out[i] = views.MessageView{MessageItem: it, Models: models}
 	}
 	fillBodies(ctx, h.store, user, out)
 	return out, nil

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"weft/chat"
 	"weft/db"
 )
 
@@ -80,23 +81,8 @@ type DebugRun struct {
 
 // MessageView is a message with what its rendering needs to know.
 type MessageView struct {
-	Message    db.Message
-	Run        *db.Run // the active run writing this answer, if any
-	AwaitTitle bool    // fetch the generated title once it exists
-	Branch     db.Branch
-	Models     []string // for the regenerate menu
-	// Compaction is the summary hanging under this message (the marker
-	// shown after it); CompactionOff says the thread does not use it.
-	Compaction    *db.Message
-	CompactionOff bool
-	// Steps are the steps of the agent run that wrote this answer, and
-	// AgentRun that run (nil for other routes).
-	Steps    []db.Step
-	AgentRun *db.Run
-	// Attachments are the files of a user message; Media the generated
-	// audio and images of an answer.
-	Attachments []db.Attachment
-	Media       []db.Media
+	chat.MessageItem
+	Models []string // for the regenerate menu
 	// Body is the answer's stored rendering (MessageBodyHTML, of this
 	// RendererVersion); empty: rendered now.
 	Body string
