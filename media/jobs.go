@@ -38,8 +38,8 @@ type CollectArgs struct{}
 // Kind names the job.
 func (CollectArgs) Kind() string { return "media_collect" }
 
-// Register adds the media workers to the job queue.
-func (s *Service) Register(w *river.Workers) error {
+// addWorkers adds the media workers to the job queue's bundle.
+func (s *Service) addWorkers(w *river.Workers) error {
 	if err := river.AddWorkerSafely(w, &speechWorker{s: s}); err != nil {
 		return err
 	}
@@ -49,11 +49,11 @@ func (s *Service) Register(w *river.Workers) error {
 	return river.AddWorkerSafely(w, &collectWorker{s: s})
 }
 
-// Periodic are the media service's periodic jobs.
-func (s *Service) Periodic() []*river.PeriodicJob {
-	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(s.cfg.GCEvery),
+// collectEvery is the periodic clean-up, run on start too.
+func (s *Service) collectEvery() *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(s.cfg.GCEvery),
 		func() (river.JobArgs, *river.InsertOpts) { return CollectArgs{}, nil },
-		&river.PeriodicJobOpts{RunOnStart: true})}
+		&river.PeriodicJobOpts{RunOnStart: true})
 }
 
 type speechWorker struct {

@@ -33,9 +33,12 @@ type Store interface {
 	Message(ctx context.Context, user, id int64) (db.Message, error)
 }
 
-// Enqueuer puts jobs on the shared job queue.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error
+// Jobs is the shared job queue (internal/jobs) as media uses it: its
+// workers and periodic clean-up are added when the service is built, and
+// generations are inserted in Queue.
+type Jobs interface {
+	Register(add func(*river.Workers) error, periodic ...*river.PeriodicJob) error
+	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error
 }
 
 // Config tunes the service.
@@ -46,8 +49,8 @@ type Config struct {
 	UnsentAfter time.Duration // unreferenced files are kept this long (default 24 h)
 	StaleAfter  time.Duration // media still pending this long has lost its job and is failed (default 30 min)
 	EspeakBin   string        // default "espeak-ng"
-	// Workers is how many media jobs one instance runs at once (default 2),
-	// in a queue of their own so that they never hold up ingestion.
+	// Workers is how many media jobs one instance runs at once (default 2):
+	// the size of Queue, which the application gives the job queue.
 	Workers int
 	// MaxPendingPerUser is how many read-aloud and image generations one
 	// user may have waiting or running at once (default 5).
@@ -60,12 +63,12 @@ type Service struct {
 	store Store
 	Blobs *Blobs
 	cfg   Config
-	jobs  Enqueuer
+	jobs  Jobs
 }
 
-// NewService returns the media service; SetQueue must be called before
-// media is generated.
-func NewService(store Store, cfg Config) *Service {
+// NewService returns the media service, its workers registered on jobs;
+// they run once the queue starts.
+func NewService(store Store, jobs Jobs, cfg Config) (*Service, error) {
 	if cfg.GCEvery <= 0 {
 		cfg.GCEvery = time.Hour
 	}
@@ -81,24 +84,19 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Timeout: 5 * time.Minute}
 	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 2
-	}
 	if cfg.MaxPendingPerUser <= 0 {
 		cfg.MaxPendingPerUser = 5
 	}
-	return &Service{store: store, Blobs: &Blobs{Dir: filepath.Join(cfg.DataDir, "blobs")}, cfg: cfg}
+	s := &Service{store: store, Blobs: &Blobs{Dir: filepath.Join(cfg.DataDir, "blobs")}, cfg: cfg, jobs: jobs}
+	if err := jobs.Register(s.addWorkers, s.collectEvery()); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
-
-// SetQueue connects the service to the job queue.
-func (s *Service) SetQueue(q Enqueuer) { s.jobs = q }
 
 // Queue is the job queue of media generations: apart from ingestion's, so
 // that one user's many read-aloud requests cannot starve everyone's uploads.
 const Queue = "media"
-
-// Queues are the job queues the service works, with their worker counts.
-func (s *Service) Queues() map[string]int { return map[string]int{Queue: s.cfg.Workers} }
 
 // MaxPending is how many generations one user may have pending at once.
 func (s *Service) MaxPending() int { return s.cfg.MaxPendingPerUser }
@@ -333,10 +331,7 @@ func (s *Service) Stale(m db.Media) bool {
 const StaleFailure = "This was interrupted on the server and did not finish. Try again."
 
 func (s *Service) enqueue(ctx context.Context, args river.JobArgs) error {
-	if s.jobs == nil {
-		return errors.New("media: no job queue")
-	}
-	return s.jobs.Enqueue(ctx, args, &river.InsertOpts{MaxAttempts: 1, Queue: Queue})
+	return s.jobs.Insert(ctx, args, &river.InsertOpts{MaxAttempts: 1, Queue: Queue})
 }
 
 // Answered reads a finished answer aloud and draws an image for it when its

@@ -38,7 +38,9 @@ func (s *queueStore) FinishMedia(ctx context.Context, id int64, ready *db.MediaR
 
 type brokenQueue struct{}
 
-func (brokenQueue) Enqueue(context.Context, river.JobArgs, *river.InsertOpts) error {
+func (brokenQueue) Register(func(*river.Workers) error, ...*river.PeriodicJob) error { return nil }
+
+func (brokenQueue) Insert(context.Context, river.JobArgs, *river.InsertOpts) error {
 	return errors.New("pq: connection refused")
 }
 
@@ -46,8 +48,10 @@ func (brokenQueue) Enqueue(context.Context, river.JobArgs, *river.InsertOpts) er
 // for the user, instead of waiting for a job that will never run.
 func TestMediaThatCannotBeQueuedFailsOnTheMedia(t *testing.T) {
 	st := &queueStore{media: map[int64]db.Media{}}
-	s := NewService(st, Config{DataDir: t.TempDir()})
-	s.SetQueue(brokenQueue{})
+	s, err := NewService(st, brokenQueue{}, Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 
 	md, err := s.ReadAloud(ctx, 1, 10)

@@ -32,12 +32,15 @@ func TestSlowMediaJobsDoNotHoldUpIngestion(t *testing.T) {
 		http.Error(w, "gave up", http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(tts.Close)
-	ms := media.NewService(store, media.Config{DataDir: t.TempDir(), Workers: 1, MaxPendingPerUser: 10})
 	// One ingestion worker: with media jobs in its queue, one stuck job
 	// would be enough to stop ingestion.
-	e := newEnvOn(t, store, rag.Config{Workers: 1, Register: ms.Register, Queues: ms.Queues()})
-	t.Cleanup(func() { close(release) }) // before the service stops (cleanups run last first)
-	ms.SetQueue(e.svc)
+	q := newQueue(t, store, map[string]int{rag.Queue: 1, media.Queue: 1})
+	ms, err := media.NewService(store, q, media.Config{DataDir: t.TempDir(), MaxPendingPerUser: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, store, q, rag.Config{})
+	t.Cleanup(func() { close(release) }) // before the queue stops (cleanups run last first)
 	if err := ms.SaveSettings(ctx, media.Settings{TTSEngine: "openai", TTSURL: tts.URL, TTSModel: "tts-1", TTSVoice: "alloy"}); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"weft/extract"
 	"weft/internal/fakeollama"
 	"weft/internal/hostile"
+	"weft/internal/jobs"
 	"weft/internal/testenv"
 	"weft/rag"
 )
@@ -38,11 +39,23 @@ type env struct {
 
 func newEnv(t *testing.T, cfg rag.Config, opts ...fakeollama.Option) *env {
 	t.Helper()
-	return newEnvOn(t, testenv.NewDB(t), cfg, opts...)
+	store := testenv.NewDB(t)
+	return newEnvOn(t, store, newQueue(t, store, map[string]int{rag.Queue: cfg.Workers}), cfg, opts...)
 }
 
-// newEnvOn is newEnv over a given database.
-func newEnvOn(t *testing.T, store *db.DB, cfg rag.Config, opts ...fakeollama.Option) *env {
+// newQueue is a job queue over store with the given queues; newEnvOn
+// starts it once the service has registered its workers.
+func newQueue(t *testing.T, store *db.DB, queues map[string]int) *jobs.Queue {
+	t.Helper()
+	q, err := jobs.New(store.Pool, jobs.Config{Queues: queues})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// newEnvOn is newEnv over a given database and job queue.
+func newEnvOn(t *testing.T, store *db.DB, q *jobs.Queue, cfg rag.Config, opts ...fakeollama.Option) *env {
 	t.Helper()
 	fake := fakeollama.New(t, opts...)
 	u, _ := url.Parse(fake.URL)
@@ -50,17 +63,17 @@ func newEnvOn(t *testing.T, store *db.DB, cfg rag.Config, opts ...fakeollama.Opt
 		cfg.RetryBackoff = 10 * time.Millisecond
 	}
 	cfg.OllamaHost = fake.URL
-	svc, err := rag.New(store, chat.NewOllamaClient(u), cfg)
+	svc, err := rag.New(store, chat.NewOllamaClient(u), q, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Start(context.Background()); err != nil {
+	if err := q.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = svc.Stop(ctx)
+		_ = q.Stop(ctx)
 	})
 	e := &env{t: t, store: store, fake: fake, svc: svc}
 	e.user, e.ws = e.newUser("rag@example.com")

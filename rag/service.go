@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/ollama/ollama/api"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"weft/db"
 	"weft/internal/usererr"
@@ -26,44 +24,44 @@ type Config struct {
 	OllamaHost   string // shown in error messages
 	MaxFileBytes int64  // one uploaded file (default 50 MB)
 	// Workers is how many ingestion or re-embedding jobs one instance runs
-	// at once (default 2); EmbedConcurrency how many embedding requests those
+	// at once (default 2): the size of Queue, which the application gives
+	// the job queue. EmbedConcurrency is how many embedding requests those
 	// jobs send at once (default 2: Ollama's queue is finite).
 	Workers          int
 	EmbedConcurrency int
-	EmbedBatch       int           // texts per embedding request (default 32)
-	JobTimeout       time.Duration // one attempt of a job (default 5 min); the next attempt resumes
-	// RescueAfter: a job still "running" this long (its instance died) runs
-	// again (default JobTimeout + 1 min).
-	RescueAfter time.Duration
+	EmbedBatch       int // texts per embedding request (default 32)
 	// RetryBackoff is the first wait after a transient embedding error
 	// (default 1 s; doubled per try, 4 tries per batch).
 	RetryBackoff time.Duration
-	// Register adds the workers of other parts (media) to the job queue,
-	// which this service owns; Periodic are their periodic jobs.
-	Register func(*river.Workers) error
-	Periodic []*river.PeriodicJob
-	// Queues are the other parts' own job queues (name → workers one
-	// instance runs), beside ingestion's default queue.
-	Queues map[string]int
 }
 
-// Service ingests documents in the background (River, on Postgres) and
-// retrieves from knowledge bases.
+// Queue is the job queue ingestion and re-embedding run in: River's
+// default one, where the jobs queued by every earlier version wait.
+const Queue = river.QueueDefault
+
+// Jobs is the job queue (internal/jobs) as ingestion uses it: its workers
+// are added when the service is built, and each job is inserted in the
+// transaction of the row it works on.
+type Jobs interface {
+	Register(add func(*river.Workers) error, periodic ...*river.PeriodicJob) error
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) error
+}
+
+// Service ingests documents in the background (jobs on the shared queue)
+// and retrieves from knowledge bases.
 type Service struct {
 	store *db.DB
 	emb   Embedder
 	cfg   Config
-	river *river.Client[pgx.Tx]
+	jobs  Jobs
 	sem   chan struct{} // bounds background embedding requests
 }
 
-// New returns a service; Start begins working jobs.
-func New(store *db.DB, emb Embedder, cfg Config) (*Service, error) {
+// New returns a service whose workers are registered on jobs; they run
+// once the queue starts.
+func New(store *db.DB, emb Embedder, jobs Jobs, cfg Config) (*Service, error) {
 	if cfg.MaxFileBytes <= 0 {
 		cfg.MaxFileBytes = 50 << 20
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 2
 	}
 	if cfg.EmbedConcurrency <= 0 {
 		cfg.EmbedConcurrency = 2
@@ -71,59 +69,21 @@ func New(store *db.DB, emb Embedder, cfg Config) (*Service, error) {
 	if cfg.EmbedBatch <= 0 {
 		cfg.EmbedBatch = 32
 	}
-	if cfg.JobTimeout <= 0 {
-		cfg.JobTimeout = 5 * time.Minute
-	}
-	if cfg.RescueAfter <= 0 {
-		cfg.RescueAfter = cfg.JobTimeout + time.Minute
-	}
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = time.Second
 	}
-	s := &Service{store: store, emb: emb, cfg: cfg, sem: make(chan struct{}, cfg.EmbedConcurrency)}
-	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &ingestWorker{s: s}); err != nil {
-		return nil, err
-	}
-	if err := river.AddWorkerSafely(workers, &reembedWorker{s: s}); err != nil {
-		return nil, err
-	}
-	if cfg.Register != nil {
-		if err := cfg.Register(workers); err != nil {
-			return nil, err
+	s := &Service{store: store, emb: emb, cfg: cfg, jobs: jobs, sem: make(chan struct{}, cfg.EmbedConcurrency)}
+	err := jobs.Register(func(w *river.Workers) error {
+		if err := river.AddWorkerSafely(w, &ingestWorker{s: s}); err != nil {
+			return err
 		}
-	}
-	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
-	for name, n := range cfg.Queues {
-		if name == river.QueueDefault {
-			return nil, errors.New("job queue: the default queue is ingestion's")
-		}
-		queues[name] = river.QueueConfig{MaxWorkers: max(n, 1)}
-	}
-	client, err := river.NewClient(riverpgxv5.New(store.Pool), &river.Config{
-		PeriodicJobs:         cfg.Periodic,
-		Queues:               queues,
-		Workers:              workers,
-		JobTimeout:           cfg.JobTimeout,
-		RescueStuckJobsAfter: cfg.RescueAfter,
-		Logger:               slog.New(levelFilter{slog.Default().Handler(), slog.LevelWarn}),
+		return river.AddWorkerSafely(w, &reembedWorker{s: s})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("job queue: %w", err)
+		return nil, err
 	}
-	s.river = client
 	return s, nil
 }
-
-// Start begins working the job queue (jobs left by a previous life resume).
-func (s *Service) Start(ctx context.Context) error { return s.river.Start(ctx) }
-
-// Stop lets running jobs finish for as long as ctx allows, then cancels
-// them (they resume on the next start).
-func (s *Service) Stop(ctx context.Context) error { return s.river.Stop(ctx) }
-
-// StopAndCancel cancels running jobs and waits for them to return.
-func (s *Service) StopAndCancel(ctx context.Context) error { return s.river.StopAndCancel(ctx) }
 
 // MaxFileBytes is the size limit of one uploaded file.
 func (s *Service) MaxFileBytes() int64 { return s.cfg.MaxFileBytes }
@@ -215,34 +175,15 @@ func (s *Service) describeEmbedError(err error, model string) string {
 // job is inserted in the same transaction as its document.
 func (s *Service) EnqueueIngest(ctx context.Context) func(tx pgx.Tx, doc db.Document) error {
 	return func(tx pgx.Tx, doc db.Document) error {
-		_, err := s.river.InsertTx(ctx, tx, IngestArgs{DocumentID: doc.ID}, &river.InsertOpts{MaxAttempts: ingestAttempts})
-		return err
+		return s.jobs.InsertTx(ctx, tx, IngestArgs{DocumentID: doc.ID}, &river.InsertOpts{MaxAttempts: ingestAttempts})
 	}
 }
 
 // EnqueueReembed returns the enqueue step of db.StartReembed.
 func (s *Service) EnqueueReembed(ctx context.Context) func(tx pgx.Tx, kb db.KnowledgeBase) error {
 	return func(tx pgx.Tx, kb db.KnowledgeBase) error {
-		_, err := s.river.InsertTx(ctx, tx, ReembedArgs{KBID: kb.ID}, &river.InsertOpts{MaxAttempts: ingestAttempts})
-		return err
+		return s.jobs.InsertTx(ctx, tx, ReembedArgs{KBID: kb.ID}, &river.InsertOpts{MaxAttempts: ingestAttempts})
 	}
 }
 
-// Enqueue adds a job of another part (registered through Config.Register).
-func (s *Service) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
-	_, err := s.river.Insert(ctx, args, opts)
-	return err
-}
-
 func ptr[T any](v T) *T { return &v }
-
-// levelFilter drops River's records below a level (its INFO lines would
-// drown the request log).
-type levelFilter struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (l levelFilter) Enabled(ctx context.Context, lv slog.Level) bool {
-	return lv >= l.min && l.Handler.Enabled(ctx, lv)
-}

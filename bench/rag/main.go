@@ -23,6 +23,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/internal/app"
 	"weft/internal/fakeollama"
 	"weft/rag"
 )
@@ -102,12 +103,12 @@ func setup(ctx context.Context, dbURL, ollama string) (*env, func(), error) {
 		}
 		cleanups = nil
 	}
+	dir, err := os.MkdirTemp("", "weft-rag-")
+	if err != nil {
+		return nil, cleanup, err
+	}
+	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 	if dbURL == "" {
-		dir, err := os.MkdirTemp("", "weft-rag-")
-		if err != nil {
-			return nil, cleanup, err
-		}
-		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 		pg, err := db.StartEmbedded(ctx, filepath.Join(dir, "postgres"))
 		if err != nil {
 			return nil, cleanup, err
@@ -136,21 +137,21 @@ func setup(ctx context.Context, dbURL, ollama string) (*env, func(), error) {
 	if err != nil {
 		return nil, cleanup, err
 	}
-	svc, err := rag.New(store, chat.NewOllamaClient(u), rag.Config{OllamaHost: ollama, Workers: 2, EmbedConcurrency: 2})
+	// Weft as the weft command builds it: ingestion runs on the same job
+	// queue, beside the other parts' queues, as it does in production.
+	a, err := app.New(store, app.Config{Ollama: u, DataDir: dir, Chat: chat.Config{Instance: "bench-rag"},
+		RAG: rag.Config{Workers: 2, EmbedConcurrency: 2}})
 	if err != nil {
 		return nil, cleanup, err
 	}
-	if err := svc.Start(ctx); err != nil {
+	cleanups = append(cleanups, a.Close)
+	if err := a.Start(ctx); err != nil {
 		return nil, cleanup, err
 	}
-	cleanups = append(cleanups, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = svc.Stop(sctx)
-	})
+	cleanups = append(cleanups, func() { a.Shutdown(context.Background(), 10*time.Second) })
 	user, ws, err := store.CreateUser(ctx, fmt.Sprintf("bench-%d@example.com", time.Now().UnixNano()), "", "x")
 	if err != nil {
 		return nil, cleanup, err
 	}
-	return &env{store: store, svc: svc, user: user, ws: ws, host: ollama}, cleanup, nil
+	return &env{store: store, svc: a.RAG, user: user, ws: ws, host: ollama}, cleanup, nil
 }

@@ -15,6 +15,7 @@ import (
 	"weft/chat"
 	"weft/db"
 	"weft/handlers"
+	"weft/internal/app"
 	"weft/internal/fakeollama"
 	"weft/media"
 	"weft/rag"
@@ -33,23 +34,23 @@ type Options struct {
 	Fetch func(ctx context.Context, url string) (agent.FetchResult, error)
 }
 
-// App is a running Weft over a test database and a fake Ollama.
+// App is a running Weft over a test database and a fake Ollama: the
+// services and handler app.New built, its test server and its fake.
 type App struct {
-	TS      *httptest.Server
-	Handler *handlers.Server
-	RT      *chat.Runtime
-	RAG     *rag.Service
-	Fake    *fakeollama.Server
-	Store   *db.DB
-	Agent   *agent.Agent
-	Media   *media.Service
+	*app.App
+	TS   *httptest.Server
+	Fake *fakeollama.Server
 }
 
-// Start runs Weft's real runtime and handler on a local port.
+// Start runs Weft, built as the weft command builds it (app.New), over
+// store and a fake Ollama on a local port; it stops when the test ends.
 func Start(t testing.TB, store *db.DB, o Options) *App {
 	t.Helper()
 	if o.HTTP.LoginLimit.Window == 0 {
 		o.HTTP.LoginLimit = handlers.LoginLimit{PerIP: 1000, PerAccount: 1000, Window: time.Minute}
+	}
+	if o.HTTP.EmbedModel == "" {
+		o.HTTP.EmbedModel = "embedder"
 	}
 	if o.Fake == nil {
 		o.Fake = fakeollama.New(t)
@@ -60,63 +61,38 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 	if o.Chat.Instance == "" {
 		o.Chat.Instance = t.Name()
 	}
-	u, err := url.Parse(o.Fake.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Chat.OllamaHost = o.Fake.URL
-	client := chat.NewOllamaClient(u)
-	if o.RAG.OllamaHost == "" {
-		o.RAG.OllamaHost = o.Fake.URL
-	}
 	if o.RAG.RetryBackoff == 0 {
 		o.RAG.RetryBackoff = 20 * time.Millisecond
 	}
 	if o.Media.DataDir == "" {
 		o.Media.DataDir = t.TempDir()
 	}
-	ms := media.NewService(store, o.Media)
-	o.RAG.Register, o.RAG.Periodic, o.RAG.Queues = ms.Register, ms.Periodic(), ms.Queues()
-	kb, err := rag.New(store, client, o.RAG)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms.SetQueue(kb)
-	o.Chat.Blobs, o.Chat.Answered = ms.Blobs, ms.Answered
-	if o.Chat.Finalized == nil {
-		o.Chat.Finalized = handlers.StoreRenderings(store)
-	}
-	o.Chat.Retriever = kb
 	if o.Agent.DataDir == "" {
 		o.Agent.DataDir = t.TempDir()
 	}
-	if o.Fetch == nil {
-		o.Fetch = agent.NewFetcher().Fetch
+	u, err := url.Parse(o.Fake.URL)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ag := agent.New(store, kb, o.Fetch, o.Agent)
-	o.Chat.Agent = ag
-	rt := chat.New(store, client, chat.NewModels(client, o.Fake.URL, o.DefaultModel, 0), o.Chat)
-	if err := rt.Start(context.Background()); err != nil {
-		t.Fatalf("start runtime: %v", err)
+	a, err := app.New(store, app.Config{Ollama: u, DefaultModel: o.DefaultModel,
+		Chat: o.Chat, RAG: o.RAG, Media: o.Media, Agent: o.Agent, HTTP: o.HTTP, Fetch: o.Fetch})
+	if err != nil {
+		t.Fatalf("build the app: %v", err)
 	}
-	if err := kb.Start(context.Background()); err != nil {
-		t.Fatalf("start ingestion: %v", err)
+	if err := a.Start(context.Background()); err != nil {
+		a.Close()
+		t.Fatalf("start the app: %v", err)
 	}
-	if o.HTTP.EmbedModel == "" {
-		o.HTTP.EmbedModel = "embedder"
-	}
-	srv := handlers.New(o.HTTP, store, rt, kb, ag, ms)
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewServer(a.Handler)
 	t.Cleanup(func() {
-		srv.StartShutdown()
+		// Streams end first: the test server's Close waits for every
+		// connection, and an event stream would hold it for a whole run.
+		a.Handler.StartShutdown()
 		ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		rt.Shutdown(ctx)
-		_ = kb.Stop(ctx)
-		srv.Close()
+		a.Shutdown(context.Background(), 5*time.Second)
+		a.Close()
 	})
-	return &App{TS: ts, Handler: srv, RT: rt, RAG: kb, Fake: o.Fake, Store: store, Agent: ag, Media: ms}
+	return &App{App: a, TS: ts, Fake: o.Fake}
 }
 
 // Server starts Weft over store with a fresh fake Ollama.

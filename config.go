@@ -1,0 +1,208 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/envconfig"
+
+	"weft/chat"
+	"weft/extract"
+	"weft/handlers"
+	"weft/internal/app"
+	"weft/media"
+	"weft/rag"
+)
+
+type config struct {
+	addr         string
+	databaseURL  string
+	dataDir      string
+	ollamaHost   *url.URL
+	defaultModel string
+	instance     string
+	maxCtx       int
+	userRuns     int
+	grace        time.Duration
+	tlsCert      string
+	tlsKey       string
+	logFormat    string
+	maxBody      int64
+	compactAt    float64
+	embedModel   string
+	kbFileBytes  int64
+	uploadBytes  int64
+	attachBytes  int64
+	attachFiles  int
+	extractors   int
+	publicURL    *url.URL
+	metricsAddr  string
+	metricsToken string
+	maxStreams   int
+	signupLimit  int
+	mediaWorkers int
+	mediaPending int
+	userBytes    int64
+}
+
+func loadConfig() (config, error) {
+	c := config{
+		addr:         env("WEFT_ADDR", "127.0.0.1:8080"),
+		databaseURL:  os.Getenv("DATABASE_URL"),
+		dataDir:      env("WEFT_DATA_DIR", "./data"),
+		ollamaHost:   envconfig.Host(), // OLLAMA_HOST, read the way Ollama reads it
+		defaultModel: os.Getenv("WEFT_DEFAULT_MODEL"),
+		instance:     os.Getenv("WEFT_INSTANCE_ID"),
+		tlsCert:      os.Getenv("WEFT_TLS_CERT"),
+		tlsKey:       os.Getenv("WEFT_TLS_KEY"),
+		logFormat:    env("WEFT_LOG_FORMAT", "text"),
+		embedModel:   env("WEFT_EMBED_MODEL", "nomic-embed-text"),
+		metricsAddr:  os.Getenv("WEFT_METRICS_ADDR"),
+		metricsToken: os.Getenv("WEFT_METRICS_TOKEN"),
+	}
+	var err error
+	if v := os.Getenv("WEFT_PUBLIC_URL"); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			return c, fmt.Errorf("WEFT_PUBLIC_URL must be an http:// or https:// URL with a host name, got %q", v)
+		}
+		c.publicURL = u
+	}
+	if c.maxStreams, err = envInt("WEFT_MAX_STREAMS_PER_USER", 20, 1); err != nil {
+		return c, err
+	}
+	if c.signupLimit, err = envInt("WEFT_SIGNUP_LIMIT", 10, 0); err != nil {
+		return c, err
+	}
+	if c.maxBody, err = envInt[int64]("WEFT_MAX_BODY_BYTES", 1<<20, 1024); err != nil {
+		return c, err
+	}
+	if c.kbFileBytes, err = envInt[int64]("WEFT_KB_MAX_FILE_BYTES", 50<<20, 1024); err != nil {
+		return c, err
+	}
+	if c.uploadBytes, err = envInt[int64]("WEFT_KB_MAX_UPLOAD_BYTES", 512<<20, 1024); err != nil {
+		return c, err
+	}
+	if c.attachBytes, err = envInt[int64]("WEFT_ATTACH_MAX_BYTES", 8<<20, 1024); err != nil {
+		return c, err
+	}
+	if c.attachFiles, err = envInt("WEFT_ATTACH_MAX_FILES", 10, 1); err != nil {
+		return c, err
+	}
+	if c.userBytes, err = envInt[int64]("WEFT_USER_MAX_BYTES", 1<<30, 1024); err != nil {
+		return c, err
+	}
+	if c.mediaWorkers, err = envInt("WEFT_MEDIA_WORKERS", 2, 1); err != nil {
+		return c, err
+	}
+	if c.mediaPending, err = envInt("WEFT_MAX_MEDIA_JOBS_PER_USER", 5, 1); err != nil {
+		return c, err
+	}
+	if c.extractors, err = envInt("WEFT_EXTRACT_WORKERS", extract.DefaultWorkers, 1); err != nil {
+		return c, err
+	}
+	if c.maxCtx, err = envInt("WEFT_MAX_NUM_CTX", 8192, 256); err != nil {
+		return c, err
+	}
+	if c.userRuns, err = envInt("WEFT_MAX_RUNS_PER_USER", 3, 1); err != nil {
+		return c, err
+	}
+	c.compactAt = 0.85
+	if v := os.Getenv("WEFT_COMPACT_AT"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return c, fmt.Errorf("WEFT_COMPACT_AT must be a number above 0 and at most 1 (the context fill that triggers a summary), got %q", v)
+		}
+		c.compactAt = f
+	}
+	grace, err := envInt("WEFT_SHUTDOWN_GRACE_SECONDS", 10, 0)
+	if err != nil {
+		return c, err
+	}
+	c.grace = time.Duration(grace) * time.Second
+	if c.instance == "" {
+		// Stable across restarts of this process on this host and address, so
+		// that a restart recognises (and interrupts) the runs of its old life.
+		host, _ := os.Hostname()
+		c.instance = host + "/" + c.addr
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return c, errors.New("set both WEFT_TLS_CERT and WEFT_TLS_KEY, or neither")
+	}
+	return c, nil
+}
+
+func envInt[T int | int64](key string, def, min T) (T, error) {
+	v := os.Getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || T(n) < min {
+		return def, fmt.Errorf("%s must be a whole number ≥ %d, got %q", key, min, v)
+	}
+	return T(n), nil
+}
+
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// listensOnLoopback reports whether addr (WEFT_ADDR) is reachable only from
+// this machine: a loopback IP or "localhost". An empty host or a wildcard
+// listens on every interface.
+// needsSetupToken tells whether the first account must prove it read the
+// log: when Weft listens beyond loopback, or is published under a public
+// name (a proxy in front of a loopback listener), whoever reaches it first
+// must not become the administrator.
+func needsSetupToken(addr string, public *url.URL) bool {
+	return !listensOnLoopback(addr) || (public != nil && !listensOnLoopback(public.Hostname()))
+}
+
+func listensOnLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// appConfig maps the environment's settings onto the application's.
+func appConfig(cfg config) app.Config {
+	return app.Config{
+		Ollama:       cfg.ollamaHost,
+		DefaultModel: cfg.defaultModel,
+		MaxCtx:       cfg.maxCtx,
+		DataDir:      cfg.dataDir,
+		Chat:         chat.Config{Instance: cfg.instance, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt},
+		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes},
+		Media: media.Config{Limits: media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles},
+			Workers: cfg.mediaWorkers, MaxPendingPerUser: cfg.mediaPending},
+		HTTP: handlers.Config{
+			SecureCookies:     cfg.tlsCert != "",
+			MaxBodyBytes:      cfg.maxBody,
+			MaxUploadBytes:    cfg.uploadBytes,
+			EmbedModel:        cfg.embedModel,
+			PublicURL:         cfg.publicURL,
+			ListenAddr:        cfg.addr,
+			MetricsElsewhere:  cfg.metricsAddr != "",
+			MetricsToken:      cfg.metricsToken,
+			MaxStreamsPerUser: cfg.maxStreams,
+			SignupLimit:       cfg.signupLimit,
+			UserMaxBytes:      cfg.userBytes,
+		},
+	}
+}

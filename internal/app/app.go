@@ -1,0 +1,141 @@
+// Package app is Weft's composition root: the one place that builds the
+// users of the database pool — the job queue, the media, knowledge-base,
+// agent and chat services — and the HTTP handler, in dependency order, each
+// complete when its constructor returns (nothing is connected afterwards).
+// The weft command, internal/testenv and the benchmarks all build Weft
+// through New, so what runs in tests is what runs in production.
+//
+// It decides only wiring and the order of start and shutdown; it must
+// never hold product logic, read the environment or listen on a port (the
+// caller does: main parses configuration, opens the database, migrates it,
+// and owns the listeners and signals).
+package app
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"weft/agent"
+	"weft/chat"
+	"weft/db"
+	"weft/handlers"
+	"weft/internal/jobs"
+	"weft/media"
+	"weft/rag"
+)
+
+// Config is what New needs beyond the database.
+type Config struct {
+	Ollama       *url.URL // the model server (OLLAMA_HOST)
+	DefaultModel string   // WEFT_DEFAULT_MODEL
+	MaxCtx       int      // WEFT_MAX_NUM_CTX: the largest num_ctx asked for (0: the models' own)
+	// DataDir holds the media blobs and the agent's workspace roots, unless
+	// Media.DataDir or Agent.DataDir name other places.
+	DataDir string
+	// Chat tunes the runtime. Its OllamaHost, Retriever, Agent, Blobs and
+	// Answered are the app's to set; Finalized, when nil, keeps each
+	// settled answer's rendering (handlers.StoreRenderings).
+	Chat  chat.Config
+	RAG   rag.Config // its OllamaHost is set from Ollama
+	Media media.Config
+	Agent agent.Config
+	HTTP  handlers.Config
+	// Fetch is the agent's web fetch (nil: the real, SSRF-safe one).
+	Fetch func(ctx context.Context, url string) (agent.FetchResult, error)
+}
+
+// App is a built Weft: every service and the HTTP handler over one store.
+type App struct {
+	Store   *db.DB
+	Jobs    *jobs.Queue
+	Media   *media.Service
+	RAG     *rag.Service
+	Agent   *agent.Agent
+	RT      *chat.Runtime
+	Handler *handlers.Server
+}
+
+// New builds Weft over store (already migrated). Nothing runs until Start;
+// Close releases what New started even when Start was never called.
+func New(store *db.DB, cfg Config) (*App, error) {
+	host := cfg.Ollama.String()
+	ollama := chat.NewOllamaClient(cfg.Ollama)
+	// Each part has a queue of its own, so that one user's many read-aloud
+	// requests cannot starve everyone's uploads.
+	queue, err := jobs.New(store.Pool, jobs.Config{Queues: map[string]int{
+		rag.Queue:   cfg.RAG.Workers,
+		media.Queue: cfg.Media.Workers,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Media.DataDir == "" {
+		cfg.Media.DataDir = cfg.DataDir
+	}
+	ms, err := media.NewService(store, queue, cfg.Media)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RAG.OllamaHost = host
+	kb, err := rag.New(store, ollama, queue, cfg.RAG)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Agent.DataDir == "" {
+		cfg.Agent.DataDir = cfg.DataDir
+	}
+	if cfg.Fetch == nil {
+		cfg.Fetch = agent.NewFetcher().Fetch
+	}
+	ag := agent.New(store, kb, cfg.Fetch, cfg.Agent)
+	cfg.Chat.OllamaHost, cfg.Chat.Retriever, cfg.Chat.Agent = host, kb, ag
+	cfg.Chat.Blobs, cfg.Chat.Answered = ms.Blobs, ms.Answered
+	if cfg.Chat.Finalized == nil {
+		cfg.Chat.Finalized = handlers.StoreRenderings(store)
+	}
+	rt := chat.New(store, ollama, chat.NewModels(ollama, host, cfg.DefaultModel, cfg.MaxCtx), cfg.Chat)
+	srv := handlers.New(cfg.HTTP, store, rt, kb, ag, ms)
+	return &App{Store: store, Jobs: queue, Media: ms, RAG: kb, Agent: ag, RT: rt, Handler: srv}, nil
+}
+
+// Start recovers the runs of this instance's previous life and starts
+// queued ones, then begins working the job queue (ingestion and media jobs
+// left by a previous life resume).
+func (a *App) Start(ctx context.Context) error {
+	if err := a.RT.Start(ctx); err != nil {
+		return err
+	}
+	// Not ctx's cancellation: River takes it as a hard stop, and running
+	// jobs should get Shutdown's grace.
+	return a.Jobs.Start(context.WithoutCancel(ctx))
+}
+
+// jobsGrace is how long running jobs may take to finish at shutdown before
+// they are cancelled (they resume on the next start either way).
+const jobsGrace = 5 * time.Second
+
+// Shutdown stops in the order that loses the least: answers still running
+// get grace to finish (then they become interrupted), running jobs get
+// jobsGrace (then they are cancelled), and last the open event streams end
+// (browsers reconnect, to another instance if there is one) so the HTTP
+// server can drain. ctx must outlive the shutdown signal.
+func (a *App) Shutdown(ctx context.Context, grace time.Duration) {
+	graceCtx, cancelGrace := context.WithTimeout(ctx, grace)
+	a.RT.Shutdown(graceCtx)
+	cancelGrace()
+	jobsCtx, cancelJobs := context.WithTimeout(ctx, jobsGrace)
+	if err := a.Jobs.Stop(jobsCtx); err != nil {
+		slog.Warn("ingestion jobs still running after 5 s: cancelling them", "err", err)
+		cctx, cancel := context.WithTimeout(ctx, jobsGrace)
+		_ = a.Jobs.StopAndCancel(cctx)
+		cancel()
+	}
+	cancelJobs()
+	a.Handler.StartShutdown()
+}
+
+// Close stops the handler's background work (session clean-up, the stream
+// sweep). Call it after the HTTP server has drained.
+func (a *App) Close() { a.Handler.Close() }
