@@ -41,20 +41,27 @@ type resumer interface {
 	Resume(ctx context.Context, user, run int64) (db.Run, error)
 }
 
-// agentPages serves the agent's pages and actions: tool settings,
-// approvals, answers to questions, resuming, and the debug view.
-type agentPages struct {
+// agentTools judges tool availability and fills the composer's agent part:
+// the shell fills every composer with it and the agent's pages are built
+// on it, so it is built before both.
+type agentTools struct {
 	store  agentStore
 	ag     agentRunner
 	models toolModels
-	shell  *shell
-	rt     resumer
+}
+
+// agentPages serves the agent's pages and actions: tool settings,
+// approvals, answers to questions, resuming, and the debug view.
+type agentPages struct {
+	*agentTools
+	shell *shell
+	rt    resumer
 }
 
 // toolStates is the one projection of tool availability, as every page
 // shows it (thread 0: no thread grants; model agent.AnyModel: the tools
 // alone, as the settings page judges them).
-func (h *agentPages) toolStates(ctx context.Context, user int64, ws db.Workspace, thread int64, model string) ([]views.ToolState, error) {
+func (h *agentTools) toolStates(ctx context.Context, user int64, ws db.Workspace, thread int64, model string) ([]views.ToolState, error) {
 	rules, err := h.store.ToolPolicies(ctx, user, ws.ID)
 	if err != nil {
 		return nil, err
@@ -79,7 +86,7 @@ func (h *agentPages) toolStates(ctx context.Context, user int64, ws db.Workspace
 }
 
 // composer fills the composer's agent part.
-func (h *agentPages) composer(ctx context.Context, user int64, ws db.Workspace, t *db.Thread, c *views.ComposerData) error {
+func (h *agentTools) composer(ctx context.Context, user int64, ws db.Workspace, t *db.Thread, c *views.ComposerData) error {
 	var thread int64
 	if t != nil {
 		thread, c.Agent = t.ID, t.AgentEnabled

@@ -7,7 +7,6 @@ package handlers
 
 import (
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -25,45 +24,6 @@ import (
 	"weft/rag"
 	"weft/static"
 )
-
-// Config is what the HTTP layer needs to know about the deployment.
-type Config struct {
-	SecureCookies bool  // set the session cookie's Secure flag (served over TLS)
-	MaxBodyBytes  int64 // cap for ordinary request bodies
-	LoginLimit    LoginLimit
-	// MaxUploadBytes caps one knowledge base upload request (many files;
-	// each file also has its own limit). Default 512 MB.
-	MaxUploadBytes int64
-	EmbedModel     string // WEFT_EMBED_MODEL: preselected for new knowledge bases
-
-	// PublicURL is WEFT_PUBLIC_URL: requests for another Host are refused,
-	// and an https URL makes the session cookie Secure and __Host- named
-	// (TLS may end at a proxy). Nil: ListenAddr and the loopback names.
-	PublicURL  *url.URL
-	ListenAddr string // WEFT_ADDR, for the Host check without a public URL
-	// MetricsElsewhere leaves /metrics off this handler: it is served by
-	// Metrics on WEFT_METRICS_ADDR. MetricsToken (WEFT_METRICS_TOKEN), when
-	// set, is the Bearer token /metrics requires wherever it is served.
-	MetricsElsewhere bool
-	MetricsToken     string
-	// MaxStreamsPerUser caps one user's open event streams on this
-	// instance (WEFT_MAX_STREAMS_PER_USER; default 20).
-	MaxStreamsPerUser int
-	// SignupLimit is WEFT_SIGNUP_LIMIT: sign-ups per client address per
-	// hour, counted in Postgres; 0 = no limit.
-	SignupLimit int
-	// HashSlots and HashWait bound password hashing: at most HashSlots
-	// argon2id computations at once (default GOMAXPROCS, at least 2), each
-	// caller queueing at most HashWait (default 5 s) before a 503.
-	HashSlots int
-	HashWait  time.Duration
-	// StreamSweep is how often open event streams are checked against the
-	// session table, so a logout on another instance ends them (10 s).
-	StreamSweep time.Duration
-	// UserMaxBytes is what one user may store: their attachments' distinct
-	// files plus their knowledge-base documents. Default 1 GiB.
-	UserMaxBytes int64
-}
 
 // sessionCookieName is the session cookie's name over plain HTTP; with an
 // https public URL it carries the __Host- prefix (Secure, Path=/, no
@@ -116,23 +76,32 @@ func (s *Server) Close() {
 	s.sessionStore.StopCleanup()
 }
 
-// New wires the route table.
+// New builds the HTTP layer: the sessions, the metrics, every handler
+// (each once, with the dependencies it uses) and the route table.
 func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.Agent, med *media.Service) *Server {
-	if cfg.MaxBodyBytes == 0 {
-		cfg.MaxBodyBytes = 1 << 20
-	}
-	if cfg.MaxUploadBytes == 0 {
-		cfg.MaxUploadBytes = 512 << 20
-	}
-	if cfg.UserMaxBytes == 0 {
-		cfg.UserMaxBytes = 1 << 30
-	}
-	if cfg.LoginLimit.Window == 0 {
-		cfg.LoginLimit = LoginLimit{PerIP: 50, PerAccount: 5, Window: 15 * time.Minute}
-	}
+	cfg = cfg.withDefaults()
 	sessionStore := pgxstore.NewWithCleanupInterval(store.Pool, 10*time.Minute)
+	sessions := newSessions(cfg, sessionStore)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metricsHandler := requireBearer(cfg.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	shared := sharedState{
+		sessions: sessions,
+		streams:  newStreamRegistry(cfg.MaxStreamsPerUser),
+		hashes:   newHashPool(cfg.HashSlots, cfg.HashWait),
+		closing:  make(chan struct{}),
+	}
+	e := newEndpoints(cfg, store, shared, rt, kb, ag, med)
+	r := e.routes(newMetrics(reg), metricsHandler)
+	go shared.streams.sweep(store.LiveSessions, cfg.StreamSweep, shared.closing)
+	return &Server{Handler: r, router: r, metrics: metricsHandler, streams: shared.streams, hashes: shared.hashes,
+		sessionStore: sessionStore, closing: shared.closing}
+}
+
+// newSessions is the session manager over the sessions table.
+func newSessions(cfg Config, store *pgxstore.PostgresStore) *scs.SessionManager {
 	sessions := scs.New()
-	sessions.Store = sessionStore
+	sessions.Store = store
 	// An absolute lifetime, no idle timeout: with IdleTimeout scs marks
 	// every loaded session modified and writes it back at the end of each
 	// request, so of two concurrent requests the slower one overwrites what
@@ -148,48 +117,83 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 		sessions.Cookie.Secure = true
 		sessions.Cookie.Name = "__Host-" + sessionCookieName
 	}
-	if cfg.MaxStreamsPerUser <= 0 {
-		cfg.MaxStreamsPerUser = 20
-	}
-	streams := newStreamRegistry(cfg.MaxStreamsPerUser)
-	if cfg.StreamSweep == 0 {
-		cfg.StreamSweep = 10 * time.Second
-	}
 	sessions.ErrorFunc = serverError
+	return sessions
+}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := newMetrics(reg)
+// sharedState is what several handlers hold in common: the sessions, the
+// open event streams (ended at logout and at shutdown), the password
+// hashing pool and the shutdown signal.
+type sharedState struct {
+	sessions *scs.SessionManager
+	streams  *streamRegistry
+	hashes   *hashPool
+	closing  chan struct{}
+}
 
-	hashes := newHashPool(cfg.HashSlots, cfg.HashWait)
-	a := &auth{store: store, sessions: sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
-		hashes: hashes, streams: streams}
-	closing := make(chan struct{})
-	sh := &shell{store: store, sessions: sessions, models: rt.Models()}
-	hm := &home{shell: sh, store: store, media: med}
-	th := &threads{store: store, shell: sh, home: hm, rt: rt, media: med, maxBytes: cfg.UserMaxBytes}
-	rl := &roles{store: store, shell: sh}
-	st := &settings{store: store, shell: sh}
-	kh := &kbs{store: store, rag: kb, models: rt.Models(), shell: sh, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}
-	rn := &runs{store: store, models: rt.Models(), rt: rt, closing: closing, streams: streams, sessions: sessions}
-	ms := &messages{store: store, rt: rt, media: med}
-	mg := &manage{store: store, shell: sh}
-	ws := &workspaces{store: store, shell: sh, sessions: sessions}
-	ad := &admin{store: store, shell: sh}
-	ap := &agentPages{store: store, ag: ag, models: rt.Models(), shell: sh, rt: rt}
-	sh.agent = ap
-	mp := &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: sh}
-	ad.media = med
+// endpoints are the route table's handlers and what its middleware needs.
+type endpoints struct {
+	cfg        Config
+	store      *db.DB // for /readyz
+	sessions   *scs.SessionManager
+	fileLimits media.Limits // the composer's files
+	auth       *auth
+	shell      *shell
+	home       *home
+	threads    *threads
+	messages   *messages
+	runs       *runs
+	manage     *manage
+	workspaces *workspaces
+	roles      *roles
+	settings   *settings
+	kbs        *kbs
+	agent      *agentPages
+	media      *mediaPages
+	admin      *admin
+}
 
+// newEndpoints builds every handler once. The shell (the page frame) and
+// the composer's agent part are built first: most pages are drawn in one,
+// and the shell fills every composer with the other.
+func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb *rag.Service, ag *agent.Agent, med *media.Service) *endpoints {
+	models := rt.Models()
+	tools := &agentTools{store: store, ag: ag, models: models}
+	shell := &shell{store: store, sessions: sh.sessions, models: models, agent: tools}
+	home := &home{shell: shell, store: store, media: med}
+	return &endpoints{
+		cfg: cfg, store: store, sessions: sh.sessions, fileLimits: med.Limits(),
+		auth: &auth{store: store, sessions: sh.sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
+			hashes: sh.hashes, streams: sh.streams},
+		shell:      shell,
+		home:       home,
+		threads:    &threads{store: store, shell: shell, home: home, rt: rt, media: med, maxBytes: cfg.UserMaxBytes},
+		messages:   &messages{store: store, rt: rt, media: med},
+		runs:       &runs{store: store, models: models, rt: rt, closing: sh.closing, streams: sh.streams, sessions: sh.sessions},
+		manage:     &manage{store: store, shell: shell},
+		workspaces: &workspaces{store: store, shell: shell, sessions: sh.sessions},
+		roles:      &roles{store: store, shell: shell},
+		settings:   &settings{store: store, shell: shell},
+		kbs: &kbs{store: store, rag: kb, models: models, shell: shell, embedModel: cfg.EmbedModel,
+			maxBytes: cfg.UserMaxBytes},
+		agent: &agentPages{agentTools: tools, shell: shell, rt: rt},
+		media: &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell},
+		admin: &admin{store: store, shell: shell, media: med},
+	}
+}
+
+// routes is the route table. The front door comes first, in order: unknown
+// methods are refused before any work, then foreign Host names; only then
+// logging, metrics, headers and cross-origin protection. Then the
+// operations routes, the pages and actions, the larger bodies (sends,
+// imports, knowledge-base uploads) and last the event streams.
+func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		errorPage(w, r, http.StatusForbidden, "This request came from another site and was refused.")
 	}))
-
-	// The front door, in order: unknown methods are refused before any
-	// work, then foreign Host names; only then logging, metrics, headers.
 	r := chi.NewRouter()
-	r.Use(refuseUnknownMethods, checkHost(newHostPolicy(cfg.PublicURL, cfg.ListenAddr)), m.observe, securityHeaders, cop.Handler)
+	r.Use(refuseUnknownMethods, checkHost(newHostPolicy(e.cfg.PublicURL, e.cfg.ListenAddr)), m.observe, securityHeaders, cop.Handler)
 	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		errorPage(w, r, http.StatusMethodNotAllowed, "That action is not available here.")
@@ -197,9 +201,8 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 
 	// Operations: no session, no database work beyond a ping.
 	r.Get("/healthz", healthz)
-	r.Get("/readyz", readyz(store))
-	metricsHandler := requireBearer(cfg.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	if !cfg.MetricsElsewhere {
+	r.Get("/readyz", readyz(e.store))
+	if !e.cfg.MetricsElsewhere {
 		r.Method(http.MethodGet, "/metrics", metricsHandler)
 	}
 	r.Get("/static/*", http.StripPrefix("/static/", staticFiles()).ServeHTTP)
@@ -207,114 +210,123 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	// Pages and actions: capped bodies, sessions, a signed-in user, a write
 	// deadline.
 	r.Group(func(r chi.Router) {
-		r.Use(capBody(cfg.MaxBodyBytes), writeDeadline(30*time.Second), sessions.LoadAndSave, a.withUser)
-
-		r.Get("/register", a.showRegister)
-		r.Post("/register", a.register)
-		r.Get("/login", a.showLogin)
-		r.Post("/login", a.login)
-		r.Post("/logout", a.logout)
-
+		r.Use(capBody(e.cfg.MaxBodyBytes), writeDeadline(30*time.Second), e.sessions.LoadAndSave, e.auth.withUser)
+		r.Get("/register", e.auth.showRegister)
+		r.Post("/register", e.auth.register)
+		r.Get("/login", e.auth.showLogin)
+		r.Post("/login", e.auth.login)
+		r.Post("/logout", e.auth.logout)
 		r.Group(func(r chi.Router) {
 			r.Use(requireUser)
-			r.Get("/", hm.show)
-
-			r.Get("/t/{id}", th.show)
-			r.Post("/t/{id}/rename", th.rename)
-			r.Post("/t/{id}/pin", th.pin)
-			r.Post("/t/{id}/archive", th.archive)
-			r.Post("/t/{id}/delete", th.delete)
-			r.Get("/t/{id}/title", th.title)
-			r.Get("/t/{id}/history", th.history)
-			r.Get("/t/{id}/context", th.context)
-			r.Post("/t/{id}/settings", th.settings)
-			r.Post("/m/{id}/retry", ms.retry)
-			r.Post("/m/{id}/edit", ms.edit)
-			r.Post("/m/{id}/continue", ms.continueAnswer)
-			r.Post("/m/{id}/select", ms.selectBranch)
-			r.Post("/m/{id}/fork", ms.fork)
-			r.Post("/m/{id}/delete", ms.delete)
-			r.Post("/runs/{id}/cancel", rn.cancel)
-
-			r.Post("/t/{id}/move", mg.move)
-			r.Get("/t/{id}/export.{format}", mg.export)
-			r.Get("/search", mg.search)
-			r.Get("/archived", mg.archived)
-			r.Get("/import", mg.importPage)
-
-			r.Get("/w/{id}/threads", sh.sidebarPage)
-			r.Get("/workspaces", ws.list)
-			r.Post("/workspaces", ws.create)
-			r.Post("/workspaces/switch", ws.switchTo)
-			r.Post("/workspaces/{id}/rename", ws.rename)
-			r.Post("/workspaces/{id}/archive", ws.archive)
-
-			r.Get("/roles", rl.list)
-			r.Post("/roles", rl.create)
-			r.Get("/roles/{id}", rl.show)
-			r.Post("/roles/{id}", rl.update)
-			r.Post("/roles/{id}/delete", rl.delete)
-			r.Get("/kb", kh.list)
-			r.Post("/kb", kh.create)
-			r.Get("/kb/{id}", kh.show)
-			r.Get("/kb/{id}/documents", kh.documents)
-			r.Post("/kb/{id}/rename", kh.rename)
-			r.Post("/kb/{id}/settings", kh.settings)
-			r.Post("/kb/{id}/model", kh.model)
-			r.Post("/kb/{id}/delete", kh.delete)
-			r.Post("/kb/{id}/documents/{doc}/delete", kh.deleteDocument)
-			r.Post("/kb/{id}/documents/{doc}/retry", kh.retryDocument)
-			r.Get("/m/{id}/sources/{n}", kh.source)
-			r.Post("/t/{id}/kbs", th.setKBs)
-			r.Get("/tools", ap.settings)
-			r.Post("/tools", ap.saveSettings)
-			r.Post("/steps/{id}/decide", ap.decide)
-			r.Post("/steps/{id}/answer", ap.answer)
-			r.Post("/runs/{id}/resume", ap.resume)
-			r.Get("/t/{id}/debug", ap.debug)
-			r.Get("/settings", st.show)
-			r.Post("/settings/instructions", st.setInstructions)
-
-			r.Get("/attachments/{id}", mp.attachment)
-			r.Get("/attachments/{id}/thumb", mp.attachmentThumb)
-			r.Get("/media/{id}", mp.mediaFile(false))
-			r.Get("/media/{id}/thumb", mp.mediaFile(true))
-			r.Get("/media/{id}/card", mp.mediaCard)
-			r.Post("/m/{id}/speak", mp.speak)
-			r.Post("/t/{id}/media", mp.threadMedia)
-			r.With(requireAdmin).Post("/admin/media", mp.adminMedia)
-
-			r.With(requireAdmin).Get("/admin", ad.show)
-			r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
-			r.With(requireAdmin).Post("/admin/system-prompt", ad.setSystemPrompt)
+			e.conversationRoutes(r)
+			e.libraryRoutes(r)
 		})
 	})
 	// Sends: the composer's files make them larger than other forms.
 	r.Group(func(r chi.Router) {
-		lim := med.Limits()
-		r.Use(capBodyFiles(cfg.MaxBodyBytes, int64(lim.MaxFiles)*lim.MaxFileBytes+cfg.MaxBodyBytes+1<<20), writeDeadline(2*time.Minute),
-			sessions.LoadAndSave, a.withUser, requireUser)
-		r.Post("/t", th.create)
-		r.Post("/t/{id}/messages", th.append)
+		withFiles := int64(e.fileLimits.MaxFiles)*e.fileLimits.MaxFileBytes + e.cfg.MaxBodyBytes + 1<<20
+		r.Use(capBodyFiles(e.cfg.MaxBodyBytes, withFiles), writeDeadline(2*time.Minute),
+			e.sessions.LoadAndSave, e.auth.withUser, requireUser)
+		r.Post("/t", e.threads.create)
+		r.Post("/t/{id}/messages", e.threads.append)
 	})
 	// Uploads: the same, with a larger cap of their own.
 	r.Group(func(r chi.Router) {
-		r.Use(capBody(chat.MaxImportBytes+1<<20), writeDeadline(2*time.Minute), sessions.LoadAndSave, a.withUser, requireUser)
-		r.Post("/import", mg.importThread)
+		r.Use(capBody(chat.MaxImportBytes+1<<20), writeDeadline(2*time.Minute), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
+		r.Post("/import", e.manage.importThread)
 	})
 	// Knowledge base uploads: many files at once, each up to the file limit.
 	r.Group(func(r chi.Router) {
-		r.Use(capBody(cfg.MaxUploadBytes), writeDeadline(10*time.Minute), sessions.LoadAndSave, a.withUser, requireUser)
-		r.Post("/kb/{id}/upload", kh.upload)
+		r.Use(capBody(e.cfg.MaxUploadBytes), writeDeadline(10*time.Minute), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
+		r.Post("/kb/{id}/upload", e.kbs.upload)
 	})
 	// Event streams: signed in, but no write deadline (they last a run).
 	r.Group(func(r chi.Router) {
-		r.Use(capBody(cfg.MaxBodyBytes), sessions.LoadAndSave, a.withUser, requireUser)
-		r.Get("/runs/{id}/events", rn.events)
+		r.Use(capBody(e.cfg.MaxBodyBytes), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
+		r.Get("/runs/{id}/events", e.runs.events)
 	})
+	return r
+}
 
-	go streams.sweep(store.LiveSessions, cfg.StreamSweep, closing)
-	return &Server{Handler: r, router: r, metrics: metricsHandler, streams: streams, hashes: hashes, sessionStore: sessionStore, closing: closing}
+// conversationRoutes are the signed-in pages and actions on threads and
+// messages, and where threads live (search, archive, workspaces).
+func (e *endpoints) conversationRoutes(r chi.Router) {
+	th, ms, mg, ws := e.threads, e.messages, e.manage, e.workspaces
+	r.Get("/", e.home.show)
+
+	r.Get("/t/{id}", th.show)
+	r.Post("/t/{id}/rename", th.rename)
+	r.Post("/t/{id}/pin", th.pin)
+	r.Post("/t/{id}/archive", th.archive)
+	r.Post("/t/{id}/delete", th.delete)
+	r.Get("/t/{id}/title", th.title)
+	r.Get("/t/{id}/history", th.history)
+	r.Get("/t/{id}/context", th.context)
+	r.Post("/t/{id}/settings", th.settings)
+	r.Post("/m/{id}/retry", ms.retry)
+	r.Post("/m/{id}/edit", ms.edit)
+	r.Post("/m/{id}/continue", ms.continueAnswer)
+	r.Post("/m/{id}/select", ms.selectBranch)
+	r.Post("/m/{id}/fork", ms.fork)
+	r.Post("/m/{id}/delete", ms.delete)
+	r.Post("/runs/{id}/cancel", e.runs.cancel)
+
+	r.Post("/t/{id}/move", mg.move)
+	r.Get("/t/{id}/export.{format}", mg.export)
+	r.Get("/search", mg.search)
+	r.Get("/archived", mg.archived)
+	r.Get("/import", mg.importPage)
+
+	r.Get("/w/{id}/threads", e.shell.sidebarPage)
+	r.Get("/workspaces", ws.list)
+	r.Post("/workspaces", ws.create)
+	r.Post("/workspaces/switch", ws.switchTo)
+	r.Post("/workspaces/{id}/rename", ws.rename)
+	r.Post("/workspaces/{id}/archive", ws.archive)
+}
+
+// libraryRoutes are the signed-in pages and actions around conversations:
+// roles, knowledge bases, tools, settings, files and media, administration.
+func (e *endpoints) libraryRoutes(r chi.Router) {
+	rl, kh, ap, mp, ad := e.roles, e.kbs, e.agent, e.media, e.admin
+	r.Get("/roles", rl.list)
+	r.Post("/roles", rl.create)
+	r.Get("/roles/{id}", rl.show)
+	r.Post("/roles/{id}", rl.update)
+	r.Post("/roles/{id}/delete", rl.delete)
+	r.Get("/kb", kh.list)
+	r.Post("/kb", kh.create)
+	r.Get("/kb/{id}", kh.show)
+	r.Get("/kb/{id}/documents", kh.documents)
+	r.Post("/kb/{id}/rename", kh.rename)
+	r.Post("/kb/{id}/settings", kh.settings)
+	r.Post("/kb/{id}/model", kh.model)
+	r.Post("/kb/{id}/delete", kh.delete)
+	r.Post("/kb/{id}/documents/{doc}/delete", kh.deleteDocument)
+	r.Post("/kb/{id}/documents/{doc}/retry", kh.retryDocument)
+	r.Get("/m/{id}/sources/{n}", kh.source)
+	r.Post("/t/{id}/kbs", e.threads.setKBs)
+	r.Get("/tools", ap.settings)
+	r.Post("/tools", ap.saveSettings)
+	r.Post("/steps/{id}/decide", ap.decide)
+	r.Post("/steps/{id}/answer", ap.answer)
+	r.Post("/runs/{id}/resume", ap.resume)
+	r.Get("/t/{id}/debug", ap.debug)
+	r.Get("/settings", e.settings.show)
+	r.Post("/settings/instructions", e.settings.setInstructions)
+
+	r.Get("/attachments/{id}", mp.attachment)
+	r.Get("/attachments/{id}/thumb", mp.attachmentThumb)
+	r.Get("/media/{id}", mp.mediaFile(false))
+	r.Get("/media/{id}/thumb", mp.mediaFile(true))
+	r.Get("/media/{id}/card", mp.mediaCard)
+	r.Post("/m/{id}/speak", mp.speak)
+	r.Post("/t/{id}/media", mp.threadMedia)
+	r.With(requireAdmin).Post("/admin/media", mp.adminMedia)
+
+	r.With(requireAdmin).Get("/admin", ad.show)
+	r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
+	r.With(requireAdmin).Post("/admin/system-prompt", ad.setSystemPrompt)
 }
 
 // staticFiles serves the embedded files. They are small and change with the

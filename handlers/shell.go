@@ -41,7 +41,7 @@ type shell struct {
 	store    shellStore
 	sessions *scs.SessionManager
 	models   modelCatalog
-	agent    *agentPages // fills the composer's agent part
+	agent    *agentTools // fills the composer's agent part
 }
 
 // currentWorkspace is the workspace a page is about: the one named by the

@@ -1,0 +1,68 @@
+package handlers
+
+import (
+	"net/url"
+	"time"
+)
+
+// Config is what the HTTP layer needs to know about the deployment.
+type Config struct {
+	SecureCookies bool  // set the session cookie's Secure flag (served over TLS)
+	MaxBodyBytes  int64 // cap for ordinary request bodies
+	LoginLimit    LoginLimit
+	// MaxUploadBytes caps one knowledge base upload request (many files;
+	// each file also has its own limit). Default 512 MB.
+	MaxUploadBytes int64
+	EmbedModel     string // WEFT_EMBED_MODEL: preselected for new knowledge bases
+
+	// PublicURL is WEFT_PUBLIC_URL: requests for another Host are refused,
+	// and an https URL makes the session cookie Secure and __Host- named
+	// (TLS may end at a proxy). Nil: ListenAddr and the loopback names.
+	PublicURL  *url.URL
+	ListenAddr string // WEFT_ADDR, for the Host check without a public URL
+	// MetricsElsewhere leaves /metrics off this handler: it is served by
+	// Metrics on WEFT_METRICS_ADDR. MetricsToken (WEFT_METRICS_TOKEN), when
+	// set, is the Bearer token /metrics requires wherever it is served.
+	MetricsElsewhere bool
+	MetricsToken     string
+	// MaxStreamsPerUser caps one user's open event streams on this
+	// instance (WEFT_MAX_STREAMS_PER_USER; default 20).
+	MaxStreamsPerUser int
+	// SignupLimit is WEFT_SIGNUP_LIMIT: sign-ups per client address per
+	// hour, counted in Postgres; 0 = no limit.
+	SignupLimit int
+	// HashSlots and HashWait bound password hashing: at most HashSlots
+	// argon2id computations at once (default GOMAXPROCS, at least 2), each
+	// caller queueing at most HashWait (default 5 s) before a 503.
+	HashSlots int
+	HashWait  time.Duration
+	// StreamSweep is how often open event streams are checked against the
+	// session table, so a logout on another instance ends them (10 s).
+	StreamSweep time.Duration
+	// UserMaxBytes is what one user may store: their attachments' distinct
+	// files plus their knowledge-base documents. Default 1 GiB.
+	UserMaxBytes int64
+}
+
+// withDefaults fills what the deployment left unset.
+func (cfg Config) withDefaults() Config {
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.MaxUploadBytes == 0 {
+		cfg.MaxUploadBytes = 512 << 20
+	}
+	if cfg.UserMaxBytes == 0 {
+		cfg.UserMaxBytes = 1 << 30
+	}
+	if cfg.LoginLimit.Window == 0 {
+		cfg.LoginLimit = LoginLimit{PerIP: 50, PerAccount: 5, Window: 15 * time.Minute}
+	}
+	if cfg.MaxStreamsPerUser <= 0 {
+		cfg.MaxStreamsPerUser = 20
+	}
+	if cfg.StreamSweep == 0 {
+		cfg.StreamSweep = 10 * time.Second
+	}
+	return cfg
+}
