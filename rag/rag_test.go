@@ -67,14 +67,7 @@ func newEnvOn(t *testing.T, store *db.DB, q *jobs.Queue, cfg rag.Config, opts ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = q.Stop(ctx)
-	})
+	testenv.StartJobs(t, q)
 	e := &env{t: t, store: store, fake: fake, svc: svc}
 	e.user, e.ws = e.newUser("rag@example.com")
 	return e

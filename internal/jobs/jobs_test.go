@@ -7,6 +7,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"weft/db"
 	"weft/internal/jobs"
 	"weft/internal/testenv"
 	"weft/internal/testwait"
@@ -36,12 +37,11 @@ func (w *pingWorker) Work(ctx context.Context, job *river.Job[pingArgs]) error {
 	return nil
 }
 
-// newQueue builds a queue over a fresh database with a ping worker
-// registered (after New, as every part registers), started, and stopped
-// when the test ends.
-func newQueue(t *testing.T, cfg jobs.Config, periodic ...*river.PeriodicJob) (*jobs.Queue, chan pinged) {
+// newQueue builds a queue over store with a ping worker registered (after
+// New, as every part registers); the test starts it.
+func newQueue(t *testing.T, store *db.DB, cfg jobs.Config, periodic ...*river.PeriodicJob) (*jobs.Queue, chan pinged) {
 	t.Helper()
-	q, err := jobs.New(testenv.NewDB(t).Pool, cfg)
+	q, err := jobs.New(store.Pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,20 +49,13 @@ func newQueue(t *testing.T, cfg jobs.Config, periodic ...*river.PeriodicJob) (*j
 	if err := q.Register(func(w *river.Workers) error { return river.AddWorkerSafely(w, &pingWorker{done: done}) }, periodic...); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = q.Stop(ctx)
-	})
 	return q, done
 }
 
 func TestAWorkerRegisteredAfterTheQueueIsBuiltWorksJobsOfItsQueue(t *testing.T) {
 	t.Parallel()
-	q, done := newQueue(t, jobs.Config{Queues: map[string]int{river.QueueDefault: 1, "other": 1}})
+	q, done := newQueue(t, testenv.NewDB(t), jobs.Config{Queues: map[string]int{river.QueueDefault: 1, "other": 1}})
+	testenv.StartJobs(t, q)
 	if err := q.Insert(context.Background(), pingArgs{N: 7}, &river.InsertOpts{Queue: "other"}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,14 +67,7 @@ func TestAWorkerRegisteredAfterTheQueueIsBuiltWorksJobsOfItsQueue(t *testing.T) 
 func TestAJobInsertedInARolledBackTransactionNeverRuns(t *testing.T) {
 	t.Parallel()
 	store := testenv.NewDB(t)
-	q, err := jobs.New(store.Pool, jobs.Config{Queues: map[string]int{river.QueueDefault: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan pinged, 10)
-	if err := q.Register(func(w *river.Workers) error { return river.AddWorkerSafely(w, &pingWorker{done: done}) }); err != nil {
-		t.Fatal(err)
-	}
+	q, done := newQueue(t, store, jobs.Config{Queues: map[string]int{river.QueueDefault: 1}})
 	ctx := context.Background()
 	tx, err := store.Pool.Begin(ctx)
 	if err != nil {
@@ -98,14 +84,7 @@ func TestAJobInsertedInARolledBackTransactionNeverRuns(t *testing.T) {
 	}
 	// Inserted before the queue starts, with one worker: had job 1 existed,
 	// it would have run first.
-	if err := q.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = q.Stop(sctx)
-	})
+	testenv.StartJobs(t, q)
 	if got := testwait.Recv(t, "the committed job", 0, done); got.n != 2 {
 		t.Errorf("the first job worked is %d, want 2 (1 was rolled back)", got.n)
 	}
@@ -113,10 +92,11 @@ func TestAJobInsertedInARolledBackTransactionNeverRuns(t *testing.T) {
 
 func TestAPeriodicJobRegisteredBeforeStartRunsOnStart(t *testing.T) {
 	t.Parallel()
-	_, done := newQueue(t, jobs.Config{Queues: map[string]int{river.QueueDefault: 1}},
+	q, done := newQueue(t, testenv.NewDB(t), jobs.Config{Queues: map[string]int{river.QueueDefault: 1}},
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return pingArgs{N: 3}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}))
+	testenv.StartJobs(t, q)
 	if got := testwait.Recv(t, "the periodic job's first run", 0, done); got.n != 3 {
 		t.Errorf("worked job %d, want the periodic job 3", got.n)
 	}

@@ -17,6 +17,7 @@ import (
 	"weft/handlers"
 	"weft/internal/app"
 	"weft/internal/fakeollama"
+	"weft/internal/jobs"
 	"weft/media"
 	"weft/rag"
 )
@@ -93,6 +94,20 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 		a.Close()
 	})
 	return &App{App: a, TS: ts, Fake: o.Fake}
+}
+
+// StartJobs starts a job queue a test built (its parts registered), and
+// stops it when the test ends.
+func StartJobs(t testing.TB, q *jobs.Queue) {
+	t.Helper()
+	if err := q.Start(context.Background()); err != nil {
+		t.Fatalf("start the job queue: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = q.Stop(ctx)
+	})
 }
 
 // Server starts Weft over store with a fresh fake Ollama.
