@@ -36,7 +36,8 @@ type runtime interface {
 	TitleChanged(thread int64) (<-chan struct{}, func())
 	Compact(ctx context.Context, user, thread int64) (db.Message, error)
 	ContextGauge(ctx context.Context, user, thread int64) (chat.Gauge, error)
-	MessageItems(ctx context.Context, user int64, t db.Thread, msgs []db.Message) ([]chat.MessageItem, error)
+	ThreadView(ctx context.Context, user, thread, at int64) (chat.ThreadView, error)
+	History(ctx context.Context, user, thread, before int64) (chat.HistoryView, error)
 }
 
 // runs serves a run's event stream and its stop button.
