@@ -281,7 +281,7 @@ func run(cfg config) error {
 	ag := agent.New(store, kb, agent.NewFetcher().Fetch, agent.Config{DataDir: cfg.dataDir})
 	rt := chat.New(store, ollama, chat.NewModels(ollama, host, cfg.defaultModel, cfg.maxCtx), chat.Config{
 		Instance: cfg.instance, OllamaHost: host, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt, Retriever: kb,
-		Agent: ag, Blobs: ms.Blobs, Answered: ms.Answered, Finalized: handlers.StoreRenderings(store),
+		Agent: ag, Blobs: ms.Blobs, Answered: ms.Answered, Finalized: handlers.StoreRenderings(store), Files: ms, UserMaxBytes: cfg.userBytes,
 	})
 	if err := rt.Start(ctx); err != nil {
 		return err

@@ -167,7 +167,7 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	closing := make(chan struct{})
 	sh := &shell{store: store, sessions: sessions, models: rt.Models()}
 	hm := &home{shell: sh, store: store, media: med}
-	th := &threads{store: store, shell: sh, home: hm, rt: rt, media: med, maxBytes: cfg.UserMaxBytes}
+	th := &threads{store: store, shell: sh, home: hm, rt: rt, media: med}
 	rl := &roles{store: store, shell: sh}
 	st := &settings{store: store, shell: sh}
 	kh := &kbs{store: store, rag: kb, models: rt.Models(), shell: sh, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}

@@ -34,15 +34,11 @@ type threadStore interface {
 	SetThreadKBs(ctx context.Context, user, thread int64, kbs []int64) error
 	Attachments(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Attachment, error)
 	bodyStore
-	MediaByID(ctx context.Context, user, id int64) (db.Media, error)
-	StorageUse(ctx context.Context, user int64, shas []string) (int64, map[string]bool, error)
 	AddImageRequest(ctx context.Context, user, thread int64, prompt, answer, engine string, maxPending int) (db.Sent, db.Media, error)
 }
 
 // attacher is the media service as the thread's actions use it.
 type attacher interface {
-	Prepare(ctx context.Context, files []media.Upload) ([]media.Prepared, error)
-	Store(files []media.Prepared) ([]db.NewAttachment, error)
 	Limits() media.Limits
 	ImagesEnabled(ctx context.Context) bool
 	QueueImage(ctx context.Context, media int64) error
@@ -57,9 +53,6 @@ type threads struct {
 	home  *home
 	media attacher
 	rt    runtime
-	// maxBytes is what one user may store (attachments and knowledge-base
-	// files); WEFT_USER_MAX_BYTES.
-	maxBytes int64
 }
 
 // show serves GET /t/{id} (?at=message: the branch through that message).

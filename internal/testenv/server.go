@@ -82,7 +82,7 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 		t.Fatal(err)
 	}
 	ms.SetQueue(kb)
-	o.Chat.Blobs, o.Chat.Answered = ms.Blobs, ms.Answered
+	o.Chat.Blobs, o.Chat.Answered, o.Chat.Files, o.Chat.UserMaxBytes = ms.Blobs, ms.Answered, ms, o.HTTP.UserMaxBytes
 	if o.Chat.Finalized == nil {
 		o.Chat.Finalized = handlers.StoreRenderings(store)
 	}
