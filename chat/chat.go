@@ -1,11 +1,13 @@
 // Package chat is the conversation runtime shared by every route: it accepts
-// a user's message, queues a run for it, executes runs (at most one per
-// thread, a capped number per user), streams their text to subscribers,
-// flushes it to the database, and settles each run as complete, error,
-// cancelled or interrupted. It also keeps the list of models and writes
-// thread titles. It stores everything through db and speaks to the model
-// server only through the Ollama client; it never renders HTML or reads
-// HTTP requests.
+// a user's message (checking its files, the model and the user's storage
+// before anything is written), queues a run for it, executes runs (at most
+// one per thread, a capped number per user), streams their text to
+// subscribers, flushes it to the database, and settles each run as
+// complete, error, cancelled or interrupted. Follow reports a run to a
+// reader wherever it executes; ThreadView reads a thread page from one
+// snapshot. It also keeps the list of models and writes thread titles. It
+// stores everything through db and speaks to the model server only through
+// the Ollama client; it never renders HTML or reads HTTP requests.
 package chat
 
 import (
