@@ -1,11 +1,13 @@
 // Package chat is the conversation runtime shared by every route: it accepts
-// a user's message, queues a run for it, executes runs (at most one per
-// thread, a capped number per user), streams their text to subscribers,
-// flushes it to the database, and settles each run as complete, error,
-// cancelled or interrupted. It also keeps the list of models and writes
-// thread titles. It stores everything through db and speaks to the model
-// server only through the Ollama client; it never renders HTML or reads
-// HTTP requests.
+// a user's message (checking its files, the model and the user's storage
+// before anything is written), queues a run for it, executes runs (at most
+// one per thread, a capped number per user), streams their text to
+// subscribers, flushes it to the database, and settles each run as
+// complete, error, cancelled or interrupted. Follow reports a run to a
+// reader wherever it executes; ThreadView reads a thread page from one
+// snapshot. It also keeps the list of models and writes thread titles. It
+// stores everything through db and speaks to the model server only through
+// the Ollama client; it never renders HTML or reads HTTP requests.
 package chat
 
 import (
@@ -27,67 +29,6 @@ var (
 	ErrEmpty   = usererr.New("the message is empty")
 	ErrTooLong = usererr.New("the message is longer than 100,000 characters")
 )
-
-// Input is one send from the composer.
-type Input struct {
-	WorkspaceID int64 // for a new thread
-	ThreadID    int64 // 0: the message starts a new thread
-	Content     string
-	Model       string // "" keeps the thread's model
-	// SetRole gives the thread RoleID (nil: no role); false keeps its role.
-	SetRole bool
-	RoleID  *int64
-	// From, for a new thread, copies the settings of one of the user's
-	// threads (the /new command).
-	From int64
-	// SetKBs attaches exactly KBs to the thread (the composer's kb field).
-	SetKBs bool
-	KBs    []int64
-	// SetAgent turns the thread's agent mode to Agent (the composer's
-	// agent field).
-	SetAgent bool
-	Agent    bool
-	// Attachments are files stored and sniffed by the caller; Media are
-	// generated media of the user attached to this message.
-	Attachments []db.NewAttachment
-	Media       []int64
-}
-
-// Send validates and stores a user message with the assistant message and
-// the queued run that will answer it, then starts the run if the thread and
-// the user have room. A new thread comes into being with its first message,
-// in the same transaction, never before.
-func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, error) {
-	content, err := validContent(in.Content)
-	if errors.Is(err, ErrEmpty) && (len(in.Attachments) > 0 || len(in.Media) > 0) {
-		content, err = "", nil // files alone are a message
-	}
-	if err != nil {
-		return db.Sent{}, err
-	}
-	model := in.Model
-	if model == "" && in.ThreadID == 0 {
-		model = rt.models.Default(ctx)
-	}
-	sent, err := rt.store.SendMessage(ctx, user, db.Send{
-		ThreadID:     in.ThreadID,
-		WorkspaceID:  in.WorkspaceID,
-		Title:        provisionalTitle(content),
-		Model:        model,
-		Content:      content,
-		Kind:         "",
-		SetRole:      in.SetRole,
-		RoleID:       in.RoleID,
-		SettingsFrom: in.From,
-		SetKBs:       in.SetKBs,
-		KBs:          in.KBs,
-		SetAgent:     in.SetAgent,
-		Agent:        in.Agent,
-		Attachments:  in.Attachments,
-		Media:        in.Media,
-	})
-	return rt.queued(sent, err)
-}
 
 // startIfNext kicks the thread and, when that started the run just created,
 // reports it as running.

@@ -103,15 +103,3 @@ func messageItems(ctx context.Context, s itemReader, user int64, t db.Thread, ms
 	}
 	return out, nil
 }
-
-// MessageItems reads the items of msgs, messages of one of user's threads
-// t, from one snapshot.
-func (rt *Runtime) MessageItems(ctx context.Context, user int64, t db.Thread, msgs []db.Message) ([]MessageItem, error) {
-	var out []MessageItem
-	err := rt.store.ReadSnapshot(ctx, func(s *db.DB) error {
-		var err error
-		out, err = messageItems(ctx, s, user, t, msgs)
-		return err
-	})
-	return out, err
-}

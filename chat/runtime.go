@@ -77,6 +77,10 @@ type Config struct {
 	Agent AgentRunner
 	// Blobs reads attached files (nil: images are not sent).
 	Blobs BlobReader
+	// Files checks and stores the files of a send (nil: files are refused).
+	Files Files
+	// UserMaxBytes is what one user may store: WEFT_USER_MAX_BYTES (0: 1 GiB).
+	UserMaxBytes int64
 	// Answered is told about every completed answer (automatic read-aloud
 	// and images); it must not block.
 	Answered func(user, thread, msg int64)

@@ -238,14 +238,8 @@ func (h *agentPages) resume(w http.ResponseWriter, r *http.Request) {
 
 // debug serves GET /t/{id}/debug.
 func (h *agentPages) debug(w http.ResponseWriter, r *http.Request) {
-	u, _ := currentUser(r)
-	id, ok := pathID(w, r, "id")
+	u, t, ok := pathThread(w, r, h.store)
 	if !ok {
-		return
-	}
-	t, err := h.store.Thread(r.Context(), u.ID, id)
-	if err != nil {
-		storeError(w, r, err)
 		return
 	}
 	list, err := h.store.AgentRuns(r.Context(), u.ID, t.ID, 50)

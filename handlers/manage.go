@@ -123,14 +123,8 @@ func (h *manage) move(w http.ResponseWriter, r *http.Request) {
 // export serves GET /t/{id}/export.md (the visible conversation) and
 // /t/{id}/export.json (the whole tree, for import).
 func (h *manage) export(w http.ResponseWriter, r *http.Request) {
-	u, _ := currentUser(r)
-	id, ok := pathID(w, r, "id")
+	u, t, ok := pathThread(w, r, h.store)
 	if !ok {
-		return
-	}
-	t, err := h.store.Thread(r.Context(), u.ID, id)
-	if err != nil {
-		storeError(w, r, err)
 		return
 	}
 	format := chi.URLParam(r, "format")
@@ -141,7 +135,7 @@ func (h *manage) export(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
 	switch format {
 	case "json":
-		msgs, err := h.store.TreeMessages(r.Context(), u.ID, id)
+		msgs, err := h.store.TreeMessages(r.Context(), u.ID, t.ID)
 		if err == nil {
 			err = chat.ExportJSON(&buf, t, msgs)
 		}
@@ -151,7 +145,7 @@ func (h *manage) export(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	default:
-		path, _, err := h.store.ActivePath(r.Context(), u.ID, id, 1_000_000)
+		path, _, err := h.store.ActivePath(r.Context(), u.ID, t.ID, 1_000_000)
 		if err == nil {
 			err = chat.ExportMarkdown(&buf, t, path)
 		}

@@ -167,7 +167,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 			hashes: sh.hashes, streams: sh.streams},
 		shell:      shell,
 		home:       home,
-		threads:    &threads{store: store, shell: shell, home: home, rt: rt, media: med, maxBytes: cfg.UserMaxBytes},
+		threads:    &threads{store: store, shell: shell, home: home, rt: rt, media: med},
 		messages:   &messages{store: store, rt: rt, media: med},
 		runs:       &runs{store: store, models: models, rt: rt, closing: sh.closing, streams: sh.streams, sessions: sh.sessions},
 		manage:     &manage{store: store, shell: shell},

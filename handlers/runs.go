@@ -2,12 +2,9 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"html"
 	"net/http"
-	"strings"
-	"time"
 
 	"weft/chat"
 	"weft/db"
@@ -16,11 +13,6 @@ import (
 
 type runStore interface {
 	Run(ctx context.Context, user, id int64) (db.Run, error)
-	Message(ctx context.Context, user, id int64) (db.Message, error)
-	Thread(ctx context.Context, user, id int64) (db.Thread, error)
-	Branches(ctx context.Context, user, thread int64, msgs []db.Message) (map[int64]db.Branch, error)
-	Steps(ctx context.Context, user, run int64) ([]db.Step, error)
-	StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map[int64]db.RunSteps, error)
 	bodyStore
 }
 
@@ -32,11 +24,12 @@ type runtime interface {
 	DeleteMessage(ctx context.Context, user, message int64) (db.DeletedSubtree, error)
 	DeleteThread(ctx context.Context, user, thread int64) ([]string, error)
 	Cancel(ctx context.Context, user, run int64) (db.Run, error)
-	Subscribe(run int64) (chat.Snapshot, <-chan chat.Event, func(), bool)
+	Follow(ctx context.Context, user, run int64, shown string, emit func(chat.FollowEvent) error) error
 	TitleChanged(thread int64) (<-chan struct{}, func())
 	Compact(ctx context.Context, user, thread int64) (db.Message, error)
 	ContextGauge(ctx context.Context, user, thread int64) (chat.Gauge, error)
-	MessageItems(ctx context.Context, user int64, t db.Thread, msgs []db.Message) ([]chat.MessageItem, error)
+	ThreadView(ctx context.Context, user, thread, at int64) (chat.ThreadView, error)
+	History(ctx context.Context, user, thread, before int64) (chat.HistoryView, error)
 }
 
 // runs serves a run's event stream and its stop button.
@@ -50,17 +43,10 @@ type runs struct {
 	sessions interface{ Token(context.Context) string }
 }
 
-const (
-	heartbeatEvery = 15 * time.Second
-	pollLocalEvery = 50 * time.Millisecond // is a queued run live here yet?
-	pollDBEvery    = time.Second           // state of runs that are not live here
-	maxCoalesce    = 64                    // deltas joined into one event
-)
-
 // events serves GET /runs/{id}/events: the current state of the run first,
 // then live events, and the final message last. It works for queued runs,
 // runs executing here, runs executing on another instance (from the
-// database, at flush granularity) and finished runs.
+// database, at flush granularity) and finished runs (chat.Runtime.Follow).
 func (h *runs) events(w http.ResponseWriter, r *http.Request) {
 	u, _ := currentUser(r)
 	id, ok := pathID(w, r, "id")
@@ -82,246 +68,47 @@ func (h *runs) events(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	beat := time.NewTicker(heartbeatEvery)
-	defer beat.Stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-h.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	// The status the page already shows is not sent again: swapping the run
 	// bar for nothing could swallow a click on its Stop button.
-	lastStatus, lastRemote, lastTrace := r.URL.Query().Get("shown"), "", ""
-	var nextDB time.Time
-	for {
-		if snap, events, unsubscribe, ok := h.rt.Subscribe(id); ok {
-			err := h.relay(ctx, es, u.ID, snap, lastStatus, events, beat.C)
-			unsubscribe()
-			_ = err // the browser reconnects when it needs to
-			return
-		}
-		if now := time.Now(); now.After(nextDB) {
-			nextDB = now.Add(pollDBEvery)
-			run, err := h.store.Run(ctx, u.ID, id)
-			if err != nil {
-				return
-			}
-			if !run.Active() {
-				_ = h.sendDone(ctx, es, u.ID, run)
-				return
-			}
-			if run.Status != lastStatus {
-				lastStatus = run.Status
-				if es.sendComponent(ctx, views.EventStatus, views.RunBar(run.ID, run.Status)) != nil {
-					return
-				}
-			}
-			if run.Kind == db.RouteAgent {
-				if sig, err := h.sendTraceIfChanged(ctx, es, u.ID, run.ID, lastTrace); err != nil {
-					return
-				} else {
-					lastTrace = sig
-				}
-			}
-			if run.Status != db.RunQueued && run.AssistantMessageID != nil {
-				// Running on another instance: follow its flushed text.
-				m, err := h.store.Message(ctx, u.ID, *run.AssistantMessageID)
-				if err == nil && m.Content != lastRemote {
-					lastRemote = m.Content
-					if es.send(views.EventSnapshot, html.EscapeString(m.Content)) != nil {
-						return
-					}
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-h.closing:
-			return
-		case <-beat.C:
-			if es.comment() != nil {
-				return
-			}
-		case <-time.After(pollLocalEvery):
-		}
-	}
+	_ = h.rt.Follow(ctx, u.ID, id, r.URL.Query().Get("shown"), func(ev chat.FollowEvent) error {
+		return h.frame(ctx, es, u.ID, id, ev)
+	}) // the browser reconnects when it needs to
 }
 
-// relay forwards a live run's events, joining deltas that queue up so a
-// slow connection gets fewer, larger writes.
-func (h *runs) relay(ctx context.Context, es *eventStream, user int64, snap chat.Snapshot, shown string, events <-chan chat.Event, beat <-chan time.Time) error {
-	if snap.Status != shown {
-		shown = snap.Status
-		if err := es.sendComponent(ctx, views.EventStatus, views.RunBar(snap.RunID, snap.Status)); err != nil {
-			return err
+// frame writes one event of run's stream; payloads are escaped HTML.
+func (h *runs) frame(ctx context.Context, es *eventStream, user, run int64, ev chat.FollowEvent) error {
+	switch ev.Kind {
+	case chat.FollowStatus:
+		return es.sendComponent(ctx, views.EventStatus, views.RunBar(run, ev.Status))
+	case chat.FollowSnapshot:
+		return es.send(views.EventSnapshot, html.EscapeString(ev.Text))
+	case chat.FollowSnapshotThinking:
+		return es.send(views.EventSnapshotThinking, html.EscapeString(ev.Text))
+	case chat.FollowDelta:
+		return es.send(views.EventDelta, html.EscapeString(ev.Text))
+	case chat.FollowThinking:
+		return es.send(views.EventThinking, html.EscapeString(ev.Text))
+	case chat.FollowTrace:
+		return es.sendComponent(ctx, views.EventTrace, views.Trace(ev.Steps, true))
+	case chat.FollowHeartbeat:
+		return es.comment()
+	case chat.FollowDone:
+		if ev.Item == nil {
+			return es.send(views.EventDone, "")
 		}
+		vs := messageViews(ctx, h.store, user, []chat.MessageItem{*ev.Item}, h.models.ChatModels(ctx))
+		return es.sendComponent(ctx, views.EventDone, views.MessageItem(vs[0]))
 	}
-	if err := es.send(views.EventSnapshot, html.EscapeString(snap.Content)); err != nil {
-		return err
-	}
-	if err := es.send(views.EventSnapshotThinking, html.EscapeString(snap.Thinking)); err != nil {
-		return err
-	}
-	if snap.Kind == db.RouteAgent {
-		if _, err := h.sendTraceIfChanged(ctx, es, user, snap.RunID, ""); err != nil {
-			return err
-		}
-	}
-	var text, thinking strings.Builder
-	flush := func() error {
-		if thinking.Len() > 0 {
-			if err := es.send(views.EventThinking, html.EscapeString(thinking.String())); err != nil {
-				return err
-			}
-			thinking.Reset()
-		}
-		if text.Len() > 0 {
-			if err := es.send(views.EventDelta, html.EscapeString(text.String())); err != nil {
-				return err
-			}
-			text.Reset()
-		}
-		return nil
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-h.closing:
-			return errors.New("server shutting down")
-		case <-beat:
-			if err := es.comment(); err != nil {
-				return err
-			}
-		case ev, open := <-events:
-			for n := 1; ; n++ {
-				if !open {
-					// Dropped for lagging: end the response; the browser
-					// reconnects and starts from a fresh snapshot.
-					return flush()
-				}
-				switch ev.Kind {
-				case chat.EventDelta:
-					text.WriteString(ev.Text)
-				case chat.EventThinking:
-					thinking.WriteString(ev.Text)
-				case chat.EventStatus:
-					if ev.Status != shown {
-						shown = ev.Status
-						if err := flush(); err != nil {
-							return err
-						}
-						if err := es.sendComponent(ctx, views.EventStatus, views.RunBar(snap.RunID, ev.Status)); err != nil {
-							return err
-						}
-					}
-				case chat.EventReset:
-					// The round's text moved into its step.
-					text.Reset()
-					thinking.Reset()
-					if err := es.send(views.EventSnapshot, ""); err != nil {
-						return err
-					}
-					if err := es.send(views.EventSnapshotThinking, ""); err != nil {
-						return err
-					}
-				case chat.EventStep:
-					if err := flush(); err != nil {
-						return err
-					}
-					if _, err := h.sendTraceIfChanged(ctx, es, user, snap.RunID, ""); err != nil {
-						return err
-					}
-				case chat.EventDone:
-					if err := flush(); err != nil {
-						return err
-					}
-					return h.sendFinal(ctx, es, user, ev.Message)
-				}
-				if n >= maxCoalesce || !h.next(events, &ev, &open) {
-					break
-				}
-			}
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-// sendTraceIfChanged renders an agent run's trace from its steps and sends
-// it unless it is the one last sent (sig); it returns the new signature.
-func (h *runs) sendTraceIfChanged(ctx context.Context, es *eventStream, user, run int64, sig string) (string, error) {
-	steps, err := h.store.Steps(ctx, user, run)
-	if err != nil {
-		return sig, nil // the next poll tries again
-	}
-	now := traceSignature(steps)
-	if now == sig {
-		return sig, nil
-	}
-	return now, es.sendComponent(ctx, views.EventTrace, views.Trace(steps, true))
-}
-
-func traceSignature(steps []db.Step) string {
-	var b strings.Builder
-	for _, s := range steps {
-		fmt.Fprintf(&b, "%d:%s:%d;", s.ID, s.Status, s.UpdatedAt.UnixNano())
-	}
-	return b.String()
-}
-
-// next takes another event if one is already waiting.
-func (h *runs) next(events <-chan chat.Event, ev *chat.Event, open *bool) bool {
-	select {
-	case *ev, *open = <-events:
-		return true
-	default:
-		return false
-	}
-}
-
-// sendDone sends the final message of a finished run.
-func (h *runs) sendDone(ctx context.Context, es *eventStream, user int64, run db.Run) error {
-	if run.AssistantMessageID == nil {
-		return es.send(views.EventDone, "")
-	}
-	m, err := h.store.Message(ctx, user, *run.AssistantMessageID)
-	if err != nil {
-		return es.send(views.EventDone, "")
-	}
-	return h.sendFinal(ctx, es, user, m)
-}
-
-func (h *runs) sendFinal(ctx context.Context, es *eventStream, user int64, m db.Message) error {
-	v := views.MessageView{MessageItem: chat.MessageItem{Message: m}, Models: h.models.ChatModels(ctx)}
-	if db.MetaRoute(m.Metadata) == db.RouteAgent {
-		if rs, err := h.store.StepsOfMessages(ctx, user, []int64{m.ID}); err == nil {
-			if x, ok := rs[m.ID]; ok {
-				v.Steps, v.AgentRun = x.Steps, &x.Run
-			}
-		}
-	}
-	if b, err := h.store.Branches(ctx, user, m.ThreadID, []db.Message{m}); err == nil {
-		v.Branch = b[m.ID]
-	}
-	if m.Status == db.MsgComplete {
-		// The page may still show the provisional title even when the
-		// generated one was stored before this event was rendered (it is
-		// written right after the answer): the first answer of a thread
-		// asks for the title, which answers at once when it is there.
-		if t, err := h.store.Thread(ctx, user, m.ThreadID); err == nil && t.TitleState != "user" {
-			v.AwaitTitle = t.TitleState == "provisional" || h.firstAnswer(ctx, user, m)
-		}
-	}
-	vs := []views.MessageView{v}
-	fillBodies(ctx, h.store, user, vs)
-	return es.sendComponent(ctx, views.EventDone, views.MessageItem(vs[0]))
-}
-
-// firstAnswer reports whether m answers the thread's first message.
-func (h *runs) firstAnswer(ctx context.Context, user int64, m db.Message) bool {
-	if m.ParentID == nil {
-		return false
-	}
-	q, err := h.store.Message(ctx, user, *m.ParentID)
-	return err == nil && q.ParentID == nil
+	return nil
 }
 
 // cancel serves POST /runs/{id}/cancel: Stop on a running answer, Cancel on

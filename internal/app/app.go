@@ -34,8 +34,9 @@ type Config struct {
 	// DataDir holds the media blobs and the agent's workspace roots, unless
 	// Media.DataDir or Agent.DataDir name other places.
 	DataDir string
-	// Chat tunes the runtime. Its OllamaHost, Retriever, Agent, Blobs and
-	// Answered are the app's to set; Finalized, when nil, keeps each
+	// Chat tunes the runtime. Its OllamaHost, Retriever, Agent, Blobs,
+	// Answered and Files are the app's to set (UserMaxBytes, when 0, is
+	// HTTP.UserMaxBytes); Finalized, when nil, keeps each
 	// settled answer's rendering (handlers.StoreRenderings).
 	Chat  chat.Config
 	RAG   rag.Config // its OllamaHost is set from Ollama
@@ -91,7 +92,10 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	}
 	ag := agent.New(store, kb, cfg.Fetch, cfg.Agent)
 	cfg.Chat.OllamaHost, cfg.Chat.Retriever, cfg.Chat.Agent = host, kb, ag
-	cfg.Chat.Blobs, cfg.Chat.Answered = ms.Blobs, ms.Answered
+	cfg.Chat.Blobs, cfg.Chat.Answered, cfg.Chat.Files = ms.Blobs, ms.Answered, ms
+	if cfg.Chat.UserMaxBytes == 0 {
+		cfg.Chat.UserMaxBytes = cfg.HTTP.UserMaxBytes
+	}
 	if cfg.Chat.Finalized == nil {
 		cfg.Chat.Finalized = handlers.StoreRenderings(store)
 	}

@@ -1,0 +1,154 @@
+package chat_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"weft/chat"
+	"weft/db"
+)
+
+// follow collects what Follow reports of run until it returns.
+func (e *env) follow(rt *chat.Runtime, run int64, shown string) []chat.FollowEvent {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []chat.FollowEvent
+	err := rt.Follow(ctx, e.user.ID, run, shown, func(ev chat.FollowEvent) error {
+		if ev.Kind != chat.FollowHeartbeat {
+			got = append(got, ev)
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("follow run %d: %v", run, err)
+	}
+	return got
+}
+
+// finalOf checks that events end in a done event with a complete answer of
+// content, and returns that item.
+func finalOf(t *testing.T, events []chat.FollowEvent, content string) chat.MessageItem {
+	t.Helper()
+	if len(events) == 0 {
+		t.Fatal("no events")
+	}
+	last := events[len(events)-1]
+	if last.Kind != chat.FollowDone || last.Item == nil {
+		t.Fatalf("the last event is %+v, want done with the answer", last)
+	}
+	if m := last.Item.Message; m.Status != db.MsgComplete || m.Content != content {
+		t.Fatalf("the final answer is %s %q, want complete %q", m.Status, m.Content, content)
+	}
+	return *last.Item
+}
+
+// shownText is the answer a reader shows after events: snapshots replace
+// it, deltas append to it.
+func shownText(events []chat.FollowEvent) (text string, snapshots int) {
+	var b strings.Builder
+	for _, ev := range events {
+		switch ev.Kind {
+		case chat.FollowSnapshot:
+			b.Reset()
+			b.WriteString(ev.Text)
+			snapshots++
+		case chat.FollowDelta:
+			b.WriteString(ev.Text)
+		}
+	}
+	return b.String(), snapshots
+}
+
+func TestFollowingALiveRunReportsItsStatusTextAndFinalAnswerInOrder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, chat.Config{})
+	sent := e.send(0, "[[slow:10ms]][[tokens:40]] count")
+	events := e.follow(e.rt, sent.Run.ID, db.RunQueued)
+	if events[0].Kind != chat.FollowStatus || events[0].Status != db.RunRunning {
+		t.Fatalf("the first event is %+v, want the status running", events[0])
+	}
+	if events[1].Kind != chat.FollowSnapshot || events[2].Kind != chat.FollowSnapshotThinking {
+		t.Fatalf("after the status: %v, %v; want the snapshots", events[1].Kind, events[2].Kind)
+	}
+	if text, _ := shownText(events); text != tokens(1, 40) {
+		t.Fatalf("the text shown is %q", text)
+	}
+	it := finalOf(t, events, tokens(1, 40))
+	if !it.AwaitTitle || it.Branch.Count != 1 {
+		t.Fatalf("the first answer: await title %v, branch %+v", it.AwaitTitle, it.Branch)
+	}
+}
+
+func TestFollowingARunThatEndedGivesItsFinalAnswerAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, chat.Config{})
+	first := e.send(0, "hello")
+	e.wait(first)
+	second := e.send(first.Thread.ID, "again")
+	_, m := e.wait(second)
+	events := e.follow(e.rt, second.Run.ID, "")
+	if len(events) != 1 {
+		t.Fatalf("%d events for a finished run, want only done: %+v", len(events), events)
+	}
+	if it := finalOf(t, events, m.Content); it.AwaitTitle {
+		t.Fatal("the second answer asks for the title again")
+	}
+}
+
+func TestFollowingAQueuedRunReportsItQueuedThenFollowsItWhenItStarts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, chat.Config{})
+	a := e.send(0, "[[slow:20ms]][[tokens:30]]")
+	b := e.send(a.Thread.ID, "[[slow:20ms]][[tokens:20]] second")
+	if b.Run.Status != db.RunQueued {
+		t.Fatalf("the second run is %s, want queued", b.Run.Status)
+	}
+	events := e.follow(e.rt, b.Run.ID, "")
+	if events[0].Kind != chat.FollowStatus || events[0].Status != db.RunQueued {
+		t.Fatalf("the first event is %+v, want the status queued", events[0])
+	}
+	running := false
+	for _, ev := range events {
+		running = running || (ev.Kind == chat.FollowStatus && ev.Status == db.RunRunning)
+	}
+	if !running {
+		t.Fatal("the run was never reported running")
+	}
+	finalOf(t, events, tokens(1, 20))
+}
+
+func TestFollowingARunOnAnotherInstanceReportsItsFlushedTextThenItsEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, chat.Config{})
+	there := e.runtime(chat.Config{Instance: "elsewhere"})
+	sent, err := there.Send(context.Background(), e.user.ID, chat.Input{WorkspaceID: e.ws.ID, Content: "[[slow:20ms]][[tokens:150]]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, live := e.rt.Subscribe(sent.Run.ID); live {
+		t.Fatal("the run executes on the instance that follows it: the test proves nothing")
+	}
+	events := e.follow(e.rt, sent.Run.ID, "")
+	if events[0].Kind != chat.FollowStatus || events[0].Status != db.RunRunning {
+		t.Fatalf("the first event is %+v, want the status running", events[0])
+	}
+	partial := 0
+	for _, ev := range events {
+		if ev.Kind == chat.FollowDelta {
+			t.Fatal("a run on another instance sent live deltas")
+		}
+		if ev.Kind == chat.FollowSnapshot && ev.Text != "" && ev.Text != tokens(1, 150) {
+			if !strings.HasPrefix(tokens(1, 150), ev.Text) {
+				t.Fatalf("a snapshot %q is not the beginning of the answer", ev.Text)
+			}
+			partial++
+		}
+	}
+	if partial == 0 {
+		t.Fatal("no flushed text was reported while the run executed elsewhere")
+	}
+	finalOf(t, events, tokens(1, 150))
+}
