@@ -122,29 +122,10 @@ func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools)
 	msgs := append(append([]api.Message(nil), asm.Messages...), own...)
 	req := &api.ChatRequest{Model: asm.Model, Messages: msgs, Tools: tools, Options: asm.Options, Stream: ptr(true)}
 	var calls []api.ToolCall
-	var final api.ChatResponse
-	finished := false
 	started := time.Now()
-	lastFlush := time.Now()
-	chatErr := x.h.Chat(ctx, req, func(resp api.ChatResponse) error {
-		if t := resp.Message.Thinking; t != "" {
-			x.h.Append(true, t)
-		}
-		if c := resp.Message.Content; c != "" {
-			x.h.Append(false, c)
-		}
-		calls = append(calls, resp.Message.ToolCalls...)
-		if resp.Done {
-			finished, final = true, resp
-			return nil
-		}
-		if time.Since(lastFlush) >= x.h.FlushEvery() {
-			lastFlush = time.Now()
-			x.h.Flush(ctx)
-		}
-		return nil
-	})
-	if !finished {
+	st := x.h.Stream(ctx, func(resp api.ChatResponse) { calls = append(calls, resp.Message.ToolCalls...) })
+	chatErr := x.h.Chat(ctx, req, st.Receive)
+	if !st.Done {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
@@ -153,9 +134,13 @@ func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools)
 		}
 		return false, &chat.ModelError{Err: chatErr}
 	}
+	final := st.Final
 	content, thinking := x.h.Text()
-	x.cp.Usage["prompt_tokens"] += final.Metrics.PromptEvalCount
-	x.cp.Usage["output_tokens"] += final.Metrics.EvalCount
+	if x.cp.Usage == nil {
+		x.cp.Usage = &tokens{}
+	}
+	x.cp.Usage.Prompt += final.Metrics.PromptEvalCount
+	x.cp.Usage.Output += final.Metrics.EvalCount
 	data := db.StepData{Content: content, Thinking: thinking, PromptTokens: final.Metrics.PromptEvalCount,
 		OutputTokens: final.Metrics.EvalCount, DurationMS: time.Since(started).Milliseconds()}
 	for _, c := range calls {

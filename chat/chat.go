@@ -75,7 +75,7 @@ func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, err
 		Title:        provisionalTitle(content),
 		Model:        model,
 		Content:      content,
-		Kind:         "",
+		Route:        ChooseRoute,
 		SetRole:      in.SetRole,
 		RoleID:       in.RoleID,
 		SettingsFrom: in.From,
@@ -101,7 +101,7 @@ func (rt *Runtime) startIfNext(sent *db.Sent) {
 // sibling answer (retry after an error, or regenerate); model "" keeps the
 // thread's model.
 func (rt *Runtime) Retry(ctx context.Context, user, assistantMsg int64, model string) (db.Sent, error) {
-	return rt.queued(rt.store.RetryAnswer(ctx, user, assistantMsg, "", model))
+	return rt.queued(rt.store.RetryAnswer(ctx, user, assistantMsg, ChooseRoute, model))
 }
 
 // Edit stores a new version of a user message as its sibling and answers it.
@@ -121,7 +121,7 @@ func (rt *Runtime) Edit(ctx context.Context, user, message int64, content string
 	if err != nil {
 		return db.Sent{}, err
 	}
-	return rt.queued(rt.store.EditMessage(ctx, user, message, content, ""))
+	return rt.queued(rt.store.EditMessage(ctx, user, message, content, ChooseRoute))
 }
 
 // Continue goes on writing a stopped or interrupted answer.

@@ -162,7 +162,7 @@ func (rt *Runtime) withAttachments(ctx context.Context, user int64, model string
 	}
 	out := make([]api.Message, 0, len(turns))
 	for _, m := range turns {
-		if m.Role == "assistant" && m.Content == "" {
+		if m.Role == db.RoleAssistant && m.Content == "" {
 			continue // an answer that never got text says nothing to the model
 		}
 		msg := api.Message{Role: m.Role, Content: m.Content}
@@ -409,3 +409,16 @@ func (rt *Runtime) ContextGauge(ctx context.Context, user, thread int64) (Gauge,
 	}
 	return Gauge{Estimate: a.Estimate, NumCtx: a.NumCtx, Summarized: a.Summary != nil}, nil
 }
+
+func toAPIMessages(path []db.Message) []api.Message {
+	out := make([]api.Message, 0, len(path))
+	for _, m := range path {
+		if m.Role == db.RoleAssistant && m.Content == "" {
+			continue // an answer that never got text says nothing to the model
+		}
+		out = append(out, api.Message{Role: m.Role, Content: m.Content})
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

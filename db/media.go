@@ -352,11 +352,11 @@ func (d *DB) AddImageRequest(ctx context.Context, user, thread int64, prompt, an
 		}
 		t := out.Thread
 		if out.User, err = insertMessage(ctx, tx, t.ID, t.ActiveLeafID, "user", prompt, MsgComplete,
-			map[string]any{"kind": "image_request"}); err != nil {
+			MessageMeta{Kind: KindImageRequest}); err != nil {
 			return err
 		}
 		if out.Assistant, err = insertMessage(ctx, tx, t.ID, &out.User.ID, "assistant", answer, MsgComplete,
-			map[string]any{"route": "image", "kind": "image_answer"}); err != nil {
+			MessageMeta{Route: "image", Kind: KindImageAnswer}); err != nil {
 			return err
 		}
 		rows, err = tx.Query(ctx, `INSERT INTO media (message_id, kind, prompt, engine) VALUES ($1, 'image', $2, $3)

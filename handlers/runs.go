@@ -291,7 +291,7 @@ func (h *runs) sendDone(ctx context.Context, es *eventStream, user int64, run db
 
 func (h *runs) sendFinal(ctx context.Context, es *eventStream, user int64, m db.Message) error {
 	v := views.MessageView{MessageItem: chat.MessageItem{Message: m}, Models: h.models.ChatModels(ctx)}
-	if db.MetaRoute(m.Metadata) == db.RouteAgent {
+	if m.Metadata.Route == db.RouteAgent {
 		if rs, err := h.store.StepsOfMessages(ctx, user, []int64{m.ID}); err == nil {
 			if x, ok := rs[m.ID]; ok {
 				v.Steps, v.AgentRun = x.Steps, &x.Run

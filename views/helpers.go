@@ -1,7 +1,6 @@
 package views
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -22,34 +21,19 @@ func boolValue(b bool) string {
 	return "false"
 }
 
-// messageMeta is the part of a message's metadata the views show.
+// messageMeta is a message's metadata as the views read it (decoded once,
+// by db, when the message was read).
 type messageMeta struct {
-	Route    string `json:"route"`
-	Model    string `json:"model"`
-	Thinking string `json:"thinking"`
-	Usage    struct {
-		PromptTokens    int     `json:"prompt_tokens"`
-		OutputTokens    int     `json:"output_tokens"`
-		TokensPerSecond float64 `json:"tokens_per_second"`
-		DurationMS      int64   `json:"duration_ms"`
-		NumCtx          int     `json:"num_ctx"`
-		ContextFill     float64 `json:"context_fill"`
-		Truncated       bool    `json:"truncated"`
-		Estimated       int     `json:"estimated_prompt_tokens"`
-		CompactionID    int64   `json:"compaction_id"`
-		CompactionFail  bool    `json:"compaction_failed"`
-	} `json:"usage"`
-	Covers       int         `json:"covers"` // compaction nodes: messages summarized
-	Auto         bool        `json:"auto"`
-	Sources      []db.Source `json:"sources"`       // rag answers
-	NothingFound bool        `json:"nothing_found"` // rag: no relevant source
-	RouteNote    string      `json:"route_note"`    // why the route is not the expected one
+	db.MessageMeta
+	Covers int // compaction nodes: messages summarized
 }
 
 func metaOf(m db.Message) messageMeta {
-	var meta messageMeta
-	_ = json.Unmarshal(m.Metadata, &meta)
-	return meta
+	mm := messageMeta{MessageMeta: m.Metadata}
+	if c := m.Metadata.Compaction; c != nil {
+		mm.Covers = c.Covers
+	}
+	return mm
 }
 
 func retryable(m db.Message) bool {

@@ -849,7 +849,7 @@ func finalMessage(v MessageView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if u.CompactionFail {
+			if u.CompactionFailed {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 67, "Summarizing the older messages failed this time; try /compact, or give the thread a larger context window.")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
