@@ -156,7 +156,7 @@ func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools)
 		}
 		return true, nil
 	}
-	x.cp.Messages = append(x.cp.Messages, api.Message{Role: "assistant", Content: content, ToolCalls: calls})
+	x.cp.Messages = append(x.cp.Messages, api.Message{Role: db.RoleAssistant, Content: content, ToolCalls: calls})
 	for i, c := range calls {
 		p := pendingCall{ID: c.ID, Name: c.Function.Name, Args: data.Calls[i].Args}
 		sig := p.Name + " " + string(p.Args)

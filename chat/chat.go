@@ -180,7 +180,7 @@ func (rt *Runtime) stopLive(ids []int64) {
 	defer rt.mu.Unlock()
 	for _, id := range ids {
 		if lr := rt.live[id]; lr != nil {
-			lr.stop("user")
+			lr.stop(StopUser)
 		}
 	}
 }
@@ -191,7 +191,7 @@ func (rt *Runtime) stopThread(thread int64) {
 	defer rt.mu.Unlock()
 	for _, lr := range rt.live {
 		if lr.threadID == thread {
-			lr.stop("user")
+			lr.stop(StopUser)
 		}
 	}
 }

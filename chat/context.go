@@ -127,7 +127,7 @@ func (rt *Runtime) Assemble(ctx context.Context, req ContextRequest) (Assembly, 
 	a.CharsPerToken, a.Calibrated = rt.charsPerToken(ctx, a.Model)
 	a.Messages = make([]api.Message, 0, len(a.Turns)+1)
 	if sys := systemPrompt(cs, a.Summary, req.RouteContext); sys != "" {
-		a.Messages = append(a.Messages, api.Message{Role: "system", Content: sys})
+		a.Messages = append(a.Messages, api.Message{Role: db.RoleSystem, Content: sys})
 		a.SystemTokens = estimateTokens(a.Messages, a.CharsPerToken)
 	}
 	turns, err := rt.withAttachments(ctx, req.User, a.Model, a.Turns)
@@ -146,7 +146,7 @@ func (rt *Runtime) Assemble(ctx context.Context, req ContextRequest) (Assembly, 
 func (rt *Runtime) withAttachments(ctx context.Context, user int64, model string, turns []db.Message) ([]api.Message, error) {
 	var ids []int64
 	for _, m := range turns {
-		if m.Role == "user" {
+		if m.Role == db.RoleUser {
 			ids = append(ids, m.ID)
 		}
 	}

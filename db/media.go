@@ -351,11 +351,11 @@ func (d *DB) AddImageRequest(ctx context.Context, user, thread int64, prompt, an
 			return err
 		}
 		t := out.Thread
-		if out.User, err = insertMessage(ctx, tx, t.ID, t.ActiveLeafID, "user", prompt, MsgComplete,
+		if out.User, err = insertMessage(ctx, tx, t.ID, t.ActiveLeafID, RoleUser, prompt, MsgComplete,
 			MessageMeta{Kind: KindImageRequest}); err != nil {
 			return err
 		}
-		if out.Assistant, err = insertMessage(ctx, tx, t.ID, &out.User.ID, "assistant", answer, MsgComplete,
+		if out.Assistant, err = insertMessage(ctx, tx, t.ID, &out.User.ID, RoleAssistant, answer, MsgComplete,
 			MessageMeta{Route: "image", Kind: KindImageAnswer}); err != nil {
 			return err
 		}

@@ -122,7 +122,7 @@ func (d *DB) EditMessage(ctx context.Context, user, message int64, content strin
 		if err != nil {
 			return err
 		}
-		if old.Role != "user" {
+		if old.Role != RoleUser {
 			return ErrNotEditable
 		}
 		if out.User, err = insertMessage(ctx, tx, out.Thread.ID, old.ParentID, RoleUser, content, MsgComplete, MessageMeta{}); err != nil {
@@ -172,7 +172,7 @@ func (d *DB) ContinueAnswer(ctx context.Context, user, message int64, kind strin
 		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM messages WHERE parent_id = $1 AND role <> 'system')", m.ID).Scan(&hasChildren); err != nil {
 			return err
 		}
-		if m.Role != "assistant" || m.ParentID == nil || hasChildren || (m.Status != MsgCancelled && m.Status != MsgInterrupted) {
+		if m.Role != RoleAssistant || m.ParentID == nil || hasChildren || (m.Status != MsgCancelled && m.Status != MsgInterrupted) {
 			return ErrNotContinuable
 		}
 		rows, err := tx.Query(ctx, `UPDATE messages SET status = 'streaming', error = '', updated_at = now()

@@ -306,8 +306,8 @@ func (h *runs) sendFinal(ctx context.Context, es *eventStream, user int64, m db.
 		// generated one was stored before this event was rendered (it is
 		// written right after the answer): the first answer of a thread
 		// asks for the title, which answers at once when it is there.
-		if t, err := h.store.Thread(ctx, user, m.ThreadID); err == nil && t.TitleState != "user" {
-			v.AwaitTitle = t.TitleState == "provisional" || h.firstAnswer(ctx, user, m)
+		if t, err := h.store.Thread(ctx, user, m.ThreadID); err == nil && t.TitleState != db.TitleUser {
+			v.AwaitTitle = t.TitleState == db.TitleProvisional || h.firstAnswer(ctx, user, m)
 		}
 	}
 	vs := []views.MessageView{v}

@@ -129,7 +129,7 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := views.ThreadPage{Thread: t, Workspaces: s.Workspaces, Messages: items, More: more, OtherBranch: viewLeaf,
-		AwaitTitle: t.TitleState == "provisional" && hasAnswer(items), Roles: roles, Usage: usage,
+		AwaitTitle: t.TitleState == db.TitleProvisional && hasAnswer(items), Roles: roles, Usage: usage,
 		Composer: views.ComposerData{
 			Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, Model: t.Model, Append: true,
 			ThreadID: t.ID, Roles: roles, RoleID: t.RoleID, KBs: kbs, Attached: kbIDs(attached),
@@ -299,7 +299,7 @@ func (h *threads) title(w http.ResponseWriter, r *http.Request) {
 		storeError(w, r, err)
 		return
 	}
-	if t.TitleState == "provisional" {
+	if t.TitleState == db.TitleProvisional {
 		changed, release := h.rt.TitleChanged(id)
 		defer release()
 		// Read again after registering: a title stored in between is not missed.
@@ -307,7 +307,7 @@ func (h *threads) title(w http.ResponseWriter, r *http.Request) {
 			storeError(w, r, err)
 			return
 		}
-		if t.TitleState == "provisional" {
+		if t.TitleState == db.TitleProvisional {
 			wait := time.NewTimer(titleWait)
 			defer wait.Stop()
 			select {
@@ -391,7 +391,7 @@ func (h *threads) history(w http.ResponseWriter, r *http.Request) {
 // title may be on its way).
 func hasAnswer(items []views.MessageView) bool {
 	for _, v := range items {
-		if v.Message.Role == "assistant" && v.Message.Status == db.MsgComplete {
+		if v.Message.Role == db.RoleAssistant && v.Message.Status == db.MsgComplete {
 			return true
 		}
 	}

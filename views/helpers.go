@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"weft/chat"
 	"weft/db"
 )
 
@@ -37,20 +38,20 @@ func metaOf(m db.Message) messageMeta {
 }
 
 func retryable(m db.Message) bool {
-	return m.Status == "error" || m.Status == "cancelled" || m.Status == "interrupted"
+	return m.Status == db.MsgError || m.Status == db.MsgCancelled || m.Status == db.MsgInterrupted
 }
 
 func runStatusLabel(s string) string {
 	switch s {
-	case "queued":
+	case db.RunQueued:
 		return "Queued"
-	case "running":
+	case db.RunRunning:
 		return "Answering…"
-	case "waiting":
+	case db.RunWaiting:
 		return "Waiting for you"
-	case "compacting":
+	case chat.StatusCompacting:
 		return "Summarizing earlier messages…"
-	case "searching":
+	case chat.StatusSearching:
 		return "Searching the knowledge base…"
 	}
 	return s
@@ -82,7 +83,7 @@ func hitURL(h db.SearchHit) string {
 }
 
 func roleName(role string) string {
-	if role == "user" {
+	if role == db.RoleUser {
 		return "you"
 	}
 	return "answer"
