@@ -115,8 +115,14 @@ type checkpoint struct {
 	Seen     map[string]int  `json:"seen,omitempty"` // call signature → times called
 	Changes  []db.FileChange `json:"changes,omitempty"`
 	Sources  []db.StepSource `json:"sources,omitempty"`
-	Usage    map[string]int  `json:"usage,omitempty"`
+	Usage    *tokens         `json:"usage,omitempty"` // nil until a model turn finished
 	Final    *finalAnswer    `json:"final,omitempty"`
+}
+
+// tokens are the run's token counts over its model turns.
+type tokens struct {
+	Prompt int `json:"prompt_tokens"`
+	Output int `json:"output_tokens"`
 }
 
 type finalAnswer struct {
@@ -166,7 +172,7 @@ func (a *Agent) RunAgent(ctx context.Context, h *chat.AgentHost) chat.AgentResul
 	if res.Detached {
 		return res
 	}
-	if ctx.Err() != nil && h.StopReason() == "shutdown" && x.waitingForUser(ctx) {
+	if ctx.Err() != nil && h.StopReason() == chat.StopShutdown && x.waitingForUser(ctx) {
 		// Stays waiting: the next instance adopts it.
 		res.Detached = true
 		return res
@@ -258,18 +264,12 @@ func (x *run) waitingForUser(ctx context.Context) bool {
 }
 
 func (x *run) result(done bool, err error) chat.AgentResult {
-	meta := map[string]any{"rounds": x.cp.Round}
-	if len(x.cp.Changes) > 0 {
-		meta["changes"] = x.cp.Changes
+	ev := &db.Evidence{Rounds: x.cp.Round, Changes: x.cp.Changes, Sources: x.cp.Sources}
+	var usage db.Usage
+	if t := x.cp.Usage; t != nil {
+		usage = db.Usage{PromptTokens: t.Prompt, OutputTokens: t.Output, Counted: true}
 	}
-	if len(x.cp.Sources) > 0 {
-		meta["agent_sources"] = x.cp.Sources
-	}
-	usage := map[string]any{}
-	for k, v := range x.cp.Usage {
-		usage[k] = v
-	}
-	return chat.AgentResult{Done: done, Err: err, Meta: meta, Usage: usage}
+	return chat.AgentResult{Done: done, Err: err, Evidence: ev, Usage: usage}
 }
 
 // load reads the thread, workspace and checkpoint, and prepares the
@@ -306,9 +306,6 @@ func (x *run) load(ctx context.Context) error {
 	}
 	if x.cp.Seen == nil {
 		x.cp.Seen = map[string]int{}
-	}
-	if x.cp.Usage == nil {
-		x.cp.Usage = map[string]int{}
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"time"
 
 	"github.com/ollama/ollama/api"
 
@@ -26,9 +25,10 @@ type AgentResult struct {
 	// Err is why the run failed (its usererr message, when it has one, is
 	// shown as is).
 	Err error
-	// Meta is stored on the answer's metadata (evidence, rounds).
-	Meta  map[string]any
-	Usage map[string]any
+	// Evidence (rounds, changes, sources) and Usage are stored on the
+	// answer's metadata.
+	Evidence *db.Evidence
+	Usage    db.Usage
 }
 
 // AgentHost is what the runtime lends an agent run: its identity, the
@@ -79,19 +79,19 @@ func (h *AgentHost) Stepped() { h.lr.stepped() }
 // SetStatus publishes the run's shown status (running, waiting).
 func (h *AgentHost) SetStatus(status string) { h.lr.setStatus(status) }
 
-// Flush saves the round's text so far; a stop requested through the
-// database stops the run.
-func (h *AgentHost) Flush(ctx context.Context) { h.rt.flush(ctx, h.lr) }
+// Stream returns the receiver of one streamed model request of the run:
+// its text goes to the run's watchers and is flushed as it comes, like
+// every route's; each sees every response (tool calls).
+func (h *AgentHost) Stream(ctx context.Context, each func(api.ChatResponse)) *Stream {
+	return h.rt.stream(ctx, h.lr, false, each)
+}
 
 // StopUser stops the run as if its user pressed Stop (a stop requested on
 // another instance).
-func (h *AgentHost) StopUser() { h.lr.stop("user") }
+func (h *AgentHost) StopUser() { h.lr.stop(StopUser) }
 
-// StopReason is "user", "shutdown" or "" (not stopped).
+// StopReason is StopUser, StopShutdown or "" (not stopped).
 func (h *AgentHost) StopReason() string { return h.lr.reason() }
-
-// FlushEvery is how often streamed text should be flushed.
-func (h *AgentHost) FlushEvery() time.Duration { return h.rt.cfg.FlushEvery }
 
 // EstimateTokens estimates the prompt tokens of msgs with the assembly's
 // calibration (the same estimate the assembler uses).

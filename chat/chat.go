@@ -42,7 +42,7 @@ func (rt *Runtime) startIfNext(sent *db.Sent) {
 // sibling answer (retry after an error, or regenerate); model "" keeps the
 // thread's model.
 func (rt *Runtime) Retry(ctx context.Context, user, assistantMsg int64, model string) (db.Sent, error) {
-	return rt.queued(rt.store.RetryAnswer(ctx, user, assistantMsg, "", model))
+	return rt.queued(rt.store.RetryAnswer(ctx, user, assistantMsg, ChooseRoute, model))
 }
 
 // Edit stores a new version of a user message as its sibling and answers it.
@@ -62,7 +62,7 @@ func (rt *Runtime) Edit(ctx context.Context, user, message int64, content string
 	if err != nil {
 		return db.Sent{}, err
 	}
-	return rt.queued(rt.store.EditMessage(ctx, user, message, content, ""))
+	return rt.queued(rt.store.EditMessage(ctx, user, message, content, ChooseRoute))
 }
 
 // Continue goes on writing a stopped or interrupted answer.
@@ -121,7 +121,7 @@ func (rt *Runtime) stopLive(ids []int64) {
 	defer rt.mu.Unlock()
 	for _, id := range ids {
 		if lr := rt.live[id]; lr != nil {
-			lr.stop("user")
+			lr.stop(StopUser)
 		}
 	}
 }
@@ -132,7 +132,7 @@ func (rt *Runtime) stopThread(thread int64) {
 	defer rt.mu.Unlock()
 	for _, lr := range rt.live {
 		if lr.threadID == thread {
-			lr.stop("user")
+			lr.stop(StopUser)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,7 +72,7 @@ func splitForCompaction(turns []db.Message, keep int, charsPerToken float64) int
 		start = i
 	}
 	// Keep whole exchanges: the kept part begins with a user message.
-	for start < len(turns)-1 && turns[start].Role != "user" {
+	for start < len(turns)-1 && turns[start].Role != db.RoleUser {
 		start++
 	}
 	return start
@@ -89,24 +88,25 @@ func (rt *Runtime) compactFor(ctx context.Context, user int64, a Assembly, cover
 	prevCovers := 0
 	if a.Summary != nil {
 		prev = a.Summary.Content
-		prevCovers = metaInt(a.Summary.Metadata, "covers")
+		if c := a.Summary.Metadata.Compaction; c != nil {
+			prevCovers = c.Covers
+		}
 	}
 	turns := a.Turns[:covered]
 	summary, usage, err := rt.summarize(ctx, a.Model, a.NumCtx, a.CharsPerToken, prev, turns)
 	if err != nil {
 		return db.Message{}, err
 	}
-	meta := map[string]any{
-		"covers":          prevCovers + covered,
-		"through":         turns[len(turns)-1].ID,
-		"auto":            auto,
-		"model":           a.Model,
-		"tokens_before":   a.Estimate,
-		"summary_prompt":  usage.PromptEvalCount,
-		"summary_output":  usage.EvalCount,
-		"summarized_at":   time.Now().UTC().Format(time.RFC3339),
-		"replaced_tokens": estimateTokens(toAPIMessages(turns), a.CharsPerToken),
-	}
+	meta := db.MessageMeta{Model: a.Model, Compaction: &db.Compaction{
+		Covers:         prevCovers + covered,
+		Through:        turns[len(turns)-1].ID,
+		Auto:           auto,
+		TokensBefore:   a.Estimate,
+		SummaryPrompt:  usage.PromptEvalCount,
+		SummaryOutput:  usage.EvalCount,
+		SummarizedAt:   time.Now().UTC().Format(time.RFC3339),
+		ReplacedTokens: estimateTokens(toAPIMessages(turns), a.CharsPerToken),
+	}}
 	return rt.store.AddCompaction(ctx, user, turns[len(turns)-1].ID, summary, meta)
 }
 
@@ -147,8 +147,8 @@ func (rt *Runtime) summarize(ctx context.Context, model string, numCtx int, cpt 
 			Model:  model,
 			Stream: ptr(false),
 			Messages: []api.Message{
-				{Role: "system", Content: summaryPrompt},
-				{Role: "user", Content: content},
+				{Role: db.RoleSystem, Content: summaryPrompt},
+				{Role: db.RoleUser, Content: content},
 			},
 			Options: map[string]any{"num_ctx": numCtx, "num_predict": summaryTokens, "temperature": 0.2},
 		}
@@ -183,7 +183,7 @@ func (rt *Runtime) summarize(ctx context.Context, model string, numCtx int, cpt 
 
 func transcriptLine(m db.Message) string {
 	who := "User"
-	if m.Role == "assistant" {
+	if m.Role == db.RoleAssistant {
 		who = "Assistant"
 	}
 	return who + ": " + strings.TrimSpace(m.Content) + "\n\n"
@@ -230,7 +230,7 @@ func (rt *Runtime) Compact(ctx context.Context, user, thread int64) (db.Message,
 	// Keep the latest exchange: from the last user message on.
 	covered := 0
 	for i := len(a.Turns) - 1; i >= 0; i-- {
-		if a.Turns[i].Role == "user" {
+		if a.Turns[i].Role == db.RoleUser {
 			covered = i
 			break
 		}
@@ -249,11 +249,3 @@ var (
 	ErrCompactionOff    = usererr.New("compaction is switched off for this thread; switch it on in the thread's settings first")
 	ErrCompactionFailed = errors.New("the summary could not be written")
 )
-
-// metaInt reads a number from a message's metadata (0 when absent).
-func metaInt(meta []byte, key string) int {
-	var m map[string]any
-	_ = json.Unmarshal(meta, &m)
-	f, _ := m[key].(float64)
-	return int(f)
-}

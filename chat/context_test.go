@@ -97,7 +97,7 @@ func TestTheAssemblerPutsEveryPartInItsFixedOrderAndLeavesOutWhatIsEmpty(t *test
 			next := e.send(th.ID, "second question")
 			e.wait(next)
 			if tc.summary {
-				if _, err := e.store.AddCompaction(ctx, e.user.ID, answer.ID, "SUMMARY", map[string]any{"covers": 2}); err != nil {
+				if _, err := e.store.AddCompaction(ctx, e.user.ID, answer.ID, "SUMMARY", db.MessageMeta{Compaction: &db.Compaction{Covers: 2}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -348,8 +348,8 @@ func TestCompactionSummarizesOlderTurnsWhenTheNextSendWouldNotFit(t *testing.T) 
 	var usage struct {
 		CompactionID int64 `json:"compaction_id"`
 	}
-	if err := jsonUnmarshal(answer.Metadata, "usage", &usage); err != nil || usage.CompactionID == 0 {
-		t.Fatalf("the answer does not record its summary: %s", answer.Metadata)
+	if err := jsonUnmarshal(answer.Metadata.Raw, "usage", &usage); err != nil || usage.CompactionID == 0 {
+		t.Fatalf("the answer does not record its summary: %s", answer.Metadata.Raw)
 	}
 	node := e.message(usage.CompactionID)
 	if node.Role != "system" || node.ParentID == nil || !strings.HasPrefix(node.Content, "Summary: ") {
@@ -397,8 +397,8 @@ func TestManualCompactionSummarizesAllButTheLatestExchange(t *testing.T) {
 		Covers int  `json:"covers"`
 		Auto   bool `json:"auto"`
 	}
-	if err := jsonUnmarshal(node.Metadata, "", &meta); err != nil || meta.Covers != 4 || meta.Auto {
-		t.Errorf("summary metadata = %s, want covers 4, not automatic", node.Metadata)
+	if err := jsonUnmarshal(node.Metadata.Raw, "", &meta); err != nil || meta.Covers != 4 || meta.Auto {
+		t.Errorf("summary metadata = %s, want covers 4, not automatic", node.Metadata.Raw)
 	}
 	sent := e.send(th.ID, "four")
 	e.wait(sent)
@@ -454,8 +454,8 @@ func TestAnAnswerWarnsWhenOllamaTruncatedThePrompt(t *testing.T) {
 	var usage struct {
 		Truncated bool `json:"truncated"`
 	}
-	if err := jsonUnmarshal(first.Metadata, "usage", &usage); err != nil || usage.Truncated {
-		t.Fatalf("a prompt that fits is marked truncated: %s", first.Metadata)
+	if err := jsonUnmarshal(first.Metadata.Raw, "usage", &usage); err != nil || usage.Truncated {
+		t.Fatalf("a prompt that fits is marked truncated: %s", first.Metadata.Raw)
 	}
 	// Without compaction the history outgrows the window; the server drops
 	// the oldest messages and the answer says so.
@@ -470,7 +470,7 @@ func TestAnAnswerWarnsWhenOllamaTruncatedThePrompt(t *testing.T) {
 	if reqs[len(reqs)-1].Truncated == 0 {
 		t.Fatalf("the fake did not truncate: the test needs a longer history")
 	}
-	if err := jsonUnmarshal(last.Metadata, "usage", &usage); err != nil || !usage.Truncated {
-		t.Errorf("the answer to a truncated prompt carries no warning: %s", last.Metadata)
+	if err := jsonUnmarshal(last.Metadata.Raw, "usage", &usage); err != nil || !usage.Truncated {
+		t.Errorf("the answer to a truncated prompt carries no warning: %s", last.Metadata.Raw)
 	}
 }

@@ -52,7 +52,7 @@ func ExportJSON(w io.Writer, t db.Thread, msgs []db.Message) error {
 		Notes: t.Notes, CreatedAt: t.CreatedAt, ActiveLeaf: t.ActiveLeafID, Messages: make([]exportMessage, len(msgs))}
 	for i, m := range msgs {
 		f.Messages[i] = exportMessage{ID: m.ID, Parent: m.ParentID, Role: m.Role, Content: m.Content, Status: m.Status,
-			Error: m.Error, Parts: m.Parts, Metadata: m.Metadata, CreatedAt: m.CreatedAt}
+			Error: m.Error, Parts: m.Parts, Metadata: m.Metadata.Raw, CreatedAt: m.CreatedAt}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

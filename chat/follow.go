@@ -316,7 +316,7 @@ func (f *follower) done(id *int64, m *db.Message) error {
 func (rt *Runtime) finalItem(ctx context.Context, user int64, m db.Message) MessageItem {
 	it := MessageItem{Message: m}
 	_ = rt.store.ReadSnapshot(ctx, func(s *db.DB) error {
-		if db.MetaRoute(m.Metadata) == db.RouteAgent {
+		if m.Metadata.Route == db.RouteAgent {
 			if rs, err := s.StepsOfMessages(ctx, user, []int64{m.ID}); err == nil {
 				if x, ok := rs[m.ID]; ok {
 					it.Steps, it.AgentRun = x.Steps, &x.Run
@@ -332,8 +332,8 @@ func (rt *Runtime) finalItem(ctx context.Context, user int64, m db.Message) Mess
 			// is written right after the answer): the first answer of a
 			// thread asks for the title, which answers at once when it is
 			// there.
-			if t, err := s.Thread(ctx, user, m.ThreadID); err == nil && t.TitleState != "user" {
-				it.AwaitTitle = t.TitleState == "provisional" || firstAnswer(ctx, s, user, m)
+			if t, err := s.Thread(ctx, user, m.ThreadID); err == nil && t.TitleState != db.TitleUser {
+				it.AwaitTitle = t.TitleState == db.TitleProvisional || firstAnswer(ctx, s, user, m)
 			}
 		}
 		return nil

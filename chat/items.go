@@ -76,7 +76,7 @@ func messageItems(ctx context.Context, s itemReader, user int64, t db.Thread, ms
 	}
 	var agentIDs []int64
 	for _, m := range msgs {
-		if m.Role == "assistant" && db.MetaRoute(m.Metadata) == db.RouteAgent {
+		if m.Role == db.RoleAssistant && m.Metadata.Route == db.RouteAgent {
 			agentIDs = append(agentIDs, m.ID)
 		}
 	}

@@ -56,7 +56,7 @@ type liveRun struct {
 	ended    bool
 
 	cancel     func()
-	stopReason string // "user" or "shutdown", set before cancel
+	stopReason string // StopUser or StopShutdown, set before cancel
 }
 
 func newLiveRun(r db.Run) *liveRun {

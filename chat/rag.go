@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -90,11 +89,8 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 		return nil, nil, "", err
 	}
 	if partial != nil {
-		var meta struct {
-			Sources []db.Source `json:"sources"`
-		}
-		if json.Unmarshal(partial.Metadata, &meta) == nil && len(meta.Sources) > 0 {
-			return kbs, meta.Sources, "", nil
+		if ss := partial.Metadata.Sources; len(ss) > 0 {
+			return kbs, ss, "", nil
 		}
 	}
 	if rt.cfg.Retriever == nil {

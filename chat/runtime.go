@@ -2,11 +2,8 @@ package chat
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -14,14 +11,13 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"weft/db"
-	"weft/internal/usererr"
 )
 
 // Store is what the runtime needs from the database.
 type Store interface {
 	SendMessage(ctx context.Context, user int64, s db.Send) (db.Sent, error)
-	RetryAnswer(ctx context.Context, user, assistantMsg int64, kind, model string) (db.Sent, error)
-	EditMessage(ctx context.Context, user, message int64, content, kind string) (db.Sent, error)
+	RetryAnswer(ctx context.Context, user, assistantMsg int64, route db.Router, model string) (db.Sent, error)
+	EditMessage(ctx context.Context, user, message int64, content string, route db.Router) (db.Sent, error)
 	ContinueAnswer(ctx context.Context, user, message int64, kind string) (db.Sent, error)
 	DeleteMessage(ctx context.Context, user, message int64) (db.DeletedSubtree, error)
 	CancelThreadRuns(ctx context.Context, user, thread int64) ([]int64, error)
@@ -37,7 +33,7 @@ type Store interface {
 	SetGeneratedTitle(ctx context.Context, user, id int64, title string) (bool, error)
 	ContextSources(ctx context.Context, user, thread int64) (db.ContextSources, error)
 	Compactions(ctx context.Context, user, thread int64, under []int64) ([]db.Message, error)
-	AddCompaction(ctx context.Context, user, through int64, summary string, meta map[string]any) (db.Message, error)
+	AddCompaction(ctx context.Context, user, through int64, summary string, meta db.MessageMeta) (db.Message, error)
 	Calibration(ctx context.Context, model string) (float64, int, error)
 	Calibrate(ctx context.Context, model string, charsPerToken float64) error
 	ThreadKBs(ctx context.Context, user, thread int64) ([]db.KnowledgeBase, error)
@@ -248,7 +244,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) {
 	<-done
 	rt.mu.Lock()
 	for _, lr := range rt.live {
-		lr.stop("shutdown")
+		lr.stop(StopShutdown)
 	}
 	rt.mu.Unlock()
 	rt.cancel()
@@ -304,7 +300,7 @@ func (rt *Runtime) Cancel(ctx context.Context, user, runID int64) (db.Run, error
 	lr := rt.live[runID]
 	rt.mu.Unlock()
 	if lr != nil {
-		lr.stop("user")
+		lr.stop(StopUser)
 	}
 	return r, nil
 }
@@ -366,366 +362,3 @@ func (rt *Runtime) start(r db.Run) {
 		rt.kickQueued(rt.ctx, r.OwnerID)
 	}()
 }
-
-// execute runs one chat run to its end.
-func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
-	if r.Kind == db.RouteAgent {
-		rt.executeAgent(ctx, lr, r)
-		return
-	}
-	started := time.Now()
-	fin := db.Finish{Usage: map[string]any{}}
-	var final api.ChatResponse
-	done := false
-	var chatErr error
-
-	a, thread, chatErr := rt.prepare(ctx, lr, r)
-	model := a.Model
-	if chatErr == nil && model == "" && a.Direct == "" {
-		chatErr = ErrNoModel
-	}
-	if chatErr == nil && a.Direct != "" {
-		// Answered without the model (nothing relevant in the knowledge base).
-		lr.append(EventDelta, a.Direct)
-		done = true
-		fin.Meta = map[string]any{"nothing_found": true}
-	} else if chatErr == nil {
-		req := &api.ChatRequest{
-			Model:    model,
-			Messages: a.Messages,
-			Stream:   ptr(true),
-			Options:  a.Options,
-		}
-		fin.Usage["num_ctx"] = a.NumCtx
-		fin.Usage["estimated_prompt_tokens"] = a.Estimate
-		if a.Compacted != nil {
-			fin.Usage["compaction_id"] = a.Compacted.ID
-		}
-		if a.CompactionFailed {
-			fin.Usage["compaction_failed"] = true
-		}
-		lastFlush := time.Now()
-		thinkingPhase := false
-		chatErr = modelFailure(rt.llm.Chat(ctx, req, func(resp api.ChatResponse) error {
-			boundary := false
-			if t := resp.Message.Thinking; t != "" {
-				lr.append(EventThinking, t)
-				thinkingPhase = true
-			}
-			if c := resp.Message.Content; c != "" {
-				boundary = thinkingPhase
-				thinkingPhase = false
-				lr.append(EventDelta, c)
-			}
-			if resp.Done {
-				done, final = true, resp
-				return nil
-			}
-			if boundary || time.Since(lastFlush) >= rt.cfg.FlushEvery {
-				lastFlush = time.Now()
-				rt.flush(ctx, lr)
-			}
-			return nil
-		}))
-	}
-
-	fin.Content, fin.Thinking = lr.text()
-	if a.RAGSources != nil {
-		fin.Sources = markCited(a.RAGSources, fin.Content)
-	}
-	switch {
-	case done:
-		fin.RunStatus, fin.MsgStatus = db.RunCompleted, db.MsgComplete
-		m := final.Metrics
-		fin.Usage["prompt_tokens"] = m.PromptEvalCount
-		fin.Usage["output_tokens"] = m.EvalCount
-		fin.Usage["duration_ms"] = m.TotalDuration.Milliseconds()
-		if m.EvalDuration > 0 {
-			fin.Usage["tokens_per_second"] = float64(m.EvalCount) / m.EvalDuration.Seconds()
-		}
-		fin.Usage["done_reason"] = final.DoneReason
-		if a.NumCtx > 0 {
-			fin.Usage["context_fill"] = float64(m.PromptEvalCount+m.EvalCount) / float64(a.NumCtx)
-		}
-		if rt.observe(ctx, a, m.PromptEvalCount) {
-			fin.Usage["truncated"] = true
-		}
-	case ctx.Err() != nil && lr.reason() == "user":
-		fin.RunStatus, fin.MsgStatus = db.RunCancelled, db.MsgCancelled
-	case ctx.Err() != nil:
-		fin.RunStatus, fin.MsgStatus = db.RunInterrupted, db.MsgInterrupted
-		fin.Error = "The server stopped while this answer was being written."
-	default:
-		fin.RunStatus, fin.MsgStatus = db.RunFailed, db.MsgError
-		fin.Error = rt.describe(chatErr, model)
-		if chatErr != nil && !errors.Is(chatErr, ErrNoModel) {
-			slog.Warn("run failed", "run", r.ID, "model", model, "err", chatErr)
-		}
-	}
-	fin.Usage["wall_ms"] = time.Since(started).Milliseconds()
-	rt.finish(ctx, lr, r, fin)
-
-	// A title comes from the thread's first exchange only: a later answer
-	// that finishes while that title is still being written must not
-	// replace it with one about its own question.
-	if done && thread.TitleState == "provisional" && len(a.Turns) > 0 && firstQuestion(a.Turns) {
-		question := lastUserText(a.Turns)
-		rt.wg.Add(1)
-		go func() {
-			defer rt.wg.Done()
-			rt.generateTitle(r.OwnerID, thread.ID, model, question, fin.Content)
-		}()
-	}
-}
-
-// finish writes the outcome of a run, even when the run's context was
-// cancelled, and tells its watchers.
-func (rt *Runtime) finish(ctx context.Context, lr *liveRun, r db.Run, fin db.Finish) {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	defer cancel()
-	msg, err := rt.store.FinishRun(wctx, r.ID, lr.msgID, fin)
-	if errors.Is(err, db.ErrNotFound) {
-		slog.Info("the answer was deleted while being written", "run", r.ID)
-	} else if err != nil {
-		slog.Error("finish run", "run", r.ID, "err", err)
-	}
-	if err != nil {
-		msg = db.Message{ID: lr.msgID, ThreadID: r.ThreadID, Role: "assistant", Content: fin.Content,
-			Status: fin.MsgStatus, Error: fin.Error}
-	} else if rt.cfg.Finalized != nil {
-		rt.cfg.Finalized(wctx, r.OwnerID, msg)
-	}
-	lr.end(msg)
-	rt.mu.Lock()
-	delete(rt.live, r.ID)
-	rt.mu.Unlock()
-	if err == nil && fin.RunStatus == db.RunCompleted && rt.cfg.Answered != nil {
-		rt.cfg.Answered(r.OwnerID, r.ThreadID, lr.msgID)
-	}
-}
-
-// executeAgent runs an agent run through the AgentRunner and settles it
-// like every other run; a run left waiting for its user at shutdown is not
-// settled: it stays waiting for the next instance.
-func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run) {
-	started := time.Now()
-	h := &AgentHost{Run: r, rt: rt, lr: lr}
-	var res AgentResult
-	if rt.cfg.Agent == nil {
-		res.Err = usererr.New("The agent is not available on this server.")
-	} else {
-		res = rt.cfg.Agent.RunAgent(ctx, h)
-	}
-	if res.Detached {
-		lr.end(db.Message{ID: lr.msgID, ThreadID: r.ThreadID, Role: "assistant", Status: db.MsgStreaming})
-		rt.mu.Lock()
-		delete(rt.live, r.ID)
-		rt.mu.Unlock()
-		return
-	}
-	fin := db.Finish{Usage: res.Usage, Meta: res.Meta}
-	if fin.Usage == nil {
-		fin.Usage = map[string]any{}
-	}
-	fin.Content, fin.Thinking = lr.text()
-	switch {
-	case res.Done:
-		fin.RunStatus, fin.MsgStatus = db.RunCompleted, db.MsgComplete
-	case ctx.Err() != nil && lr.reason() == "user":
-		fin.RunStatus, fin.MsgStatus = db.RunCancelled, db.MsgCancelled
-	case ctx.Err() != nil:
-		fin.RunStatus, fin.MsgStatus = db.RunInterrupted, db.MsgInterrupted
-		fin.Error = "The server stopped while the agent was working. Resume it from its last step."
-	default:
-		fin.RunStatus, fin.MsgStatus = db.RunFailed, db.MsgError
-		fin.Error = rt.describe(res.Err, r.Model)
-		if res.Err != nil && !usererr.Is(res.Err) {
-			slog.Warn("agent run failed", "run", r.ID, "model", r.Model, "err", res.Err)
-		}
-	}
-	fin.Usage["wall_ms"] = time.Since(started).Milliseconds()
-	rt.finish(ctx, lr, r, fin)
-}
-
-// prepare assembles the run's request, summarizing older turns first when
-// they no longer fit (the run shows "summarizing" meanwhile). A failed
-// summary is logged and the request goes out without it: Ollama then
-// truncates, and the answer says so.
-func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly, db.Thread, error) {
-	req := ContextRequest{User: r.OwnerID, Thread: r.ThreadID, Leaf: *r.UserMessageID, Model: r.Model}
-	if r.Continues {
-		// The answer so far is the model's own beginning: it goes on from it.
-		partial, err := rt.store.Message(ctx, r.OwnerID, lr.msgID)
-		if err != nil {
-			return Assembly{}, db.Thread{}, fmt.Errorf("load answer: %w", err)
-		}
-		req.Partial = &partial
-	}
-	var sources []db.Source
-	if r.Kind == db.RouteRAG {
-		kbs, found, direct, err := rt.retrieve(ctx, lr, r, req.Partial)
-		if err != nil {
-			return Assembly{}, db.Thread{}, err
-		}
-		if direct != "" {
-			a := Assembly{Direct: direct}
-			a.Sources.Thread, err = rt.store.Thread(ctx, r.OwnerID, r.ThreadID)
-			return a, a.Sources.Thread, err
-		}
-		if len(kbs) > 0 {
-			sources = found
-			req.RouteContext = ragContext(kbs, sources)
-		}
-	}
-	a, err := rt.Assemble(ctx, req)
-	if err != nil {
-		return a, a.Sources.Thread, err
-	}
-	a.RAGSources = sources
-	if a.Model == "" || !a.needsCompaction(rt.cfg.CompactAt) {
-		return a, a.Sources.Thread, nil
-	}
-	turns := a.Turns
-	if req.Partial != nil {
-		turns = turns[:len(turns)-1]
-	}
-	keep := int(float64(a.Budget)*keepShare) - a.SystemTokens
-	covered := splitForCompaction(turns, keep, a.CharsPerToken)
-	if covered == 0 {
-		return a, a.Sources.Thread, nil
-	}
-	lr.setStatus(StatusCompacting)
-	defer lr.setStatus(db.RunRunning)
-	node, err := rt.compactFor(ctx, r.OwnerID, a, covered, true)
-	if err != nil {
-		if ctx.Err() != nil {
-			return a, a.Sources.Thread, ctx.Err()
-		}
-		slog.Warn("automatic compaction", "run", r.ID, "err", err)
-		a.CompactionFailed = true
-		return a, a.Sources.Thread, nil
-	}
-	b, err := rt.Assemble(ctx, req)
-	b.Compacted = &node
-	b.RAGSources = sources
-	return b, b.Sources.Thread, err
-}
-
-// firstQuestion reports whether the message answered is the thread's first
-// (a root of the tree).
-func firstQuestion(turns []db.Message) bool {
-	for i := len(turns) - 1; i >= 0; i-- {
-		if turns[i].Role == "user" {
-			return turns[i].ParentID == nil
-		}
-	}
-	return false
-}
-
-// lastUserText is the text of the last user message of turns.
-func lastUserText(turns []db.Message) string {
-	for i := len(turns) - 1; i >= 0; i-- {
-		if turns[i].Role == "user" {
-			return turns[i].Content
-		}
-	}
-	return ""
-}
-
-// flush saves the partial answer; a stop requested through the database
-// (from another instance) cancels the run here.
-func (rt *Runtime) flush(ctx context.Context, lr *liveRun) {
-	content, thinking := lr.text()
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	stop, err := rt.store.FlushAnswer(wctx, lr.id, lr.msgID, content, thinking)
-	if err != nil {
-		slog.Warn("flush answer", "run", lr.id, "err", err)
-		return
-	}
-	if stop {
-		lr.stop("user")
-	}
-}
-
-// ModelError is a failure that the model server's client returned (not
-// the database's, not Weft's): the runtime describes it by its type, and a
-// mid-stream error is the model server's own words, quoted as untrusted
-// text.
-type ModelError struct{ Err error }
-
-func (e *ModelError) Error() string { return e.Err.Error() }
-func (e *ModelError) Unwrap() error { return e.Err }
-
-// modelFailure marks err, returned by the model client, as the model
-// server's.
-func modelFailure(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &ModelError{Err: err}
-}
-
-// ErrNoModel is returned when a thread has no model to answer with.
-var ErrNoModel = errors.New("no model")
-
-// describe turns a run's failure into a message for the user: what
-// happened and what to do, without internals. An error that carries its
-// own message (usererr) says it; a failure of the model server is named by
-// its type; anything else (the database, a file, a bug) is a generic
-// message, its text only in the log.
-func (rt *Runtime) describe(err error, model string) string {
-	var se api.StatusError
-	var ue *url.Error
-	var ne net.Error
-	var me *ModelError
-	if msg, ok := usererr.Message(err); ok {
-		return msg
-	}
-	switch {
-	case err == nil:
-		return "The model server ended the answer before it was complete."
-	case errors.Is(err, ErrNoModel):
-		return "No model is chosen for this thread. Pick one in the composer and retry."
-	case errors.As(err, &se) && se.StatusCode == 404:
-		return fmt.Sprintf("Model %q is not available on the Ollama server at %s. Pull it with `ollama pull %s` or choose another model.", model, rt.cfg.OllamaHost, model)
-	case errors.As(err, &se):
-		// Ollama's own words about the model help (a model that cannot
-		// chat, a context too long); they are another server's text, so
-		// they are quoted cleaned and short.
-		if msg := usererr.Untrusted(se.ErrorMessage, maxServerMessage); msg != "" {
-			return "The model server refused the request: " + msg
-		}
-		return fmt.Sprintf("The model server refused the request (HTTP %d).", se.StatusCode)
-	case errors.As(err, &ue), errors.As(err, &ne):
-		return fmt.Sprintf("Ollama is not reachable at %s. Start it with `ollama serve`, or set OLLAMA_HOST to where it runs, then retry.", rt.cfg.OllamaHost)
-	case errors.As(err, &me) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
-		// An error line in the stream: the model server's words.
-		if msg := usererr.Untrusted(me.Err.Error(), maxServerMessage); msg != "" {
-			return "The model stopped with an error: " + msg
-		}
-		return GenericFailure
-	default:
-		return GenericFailure
-	}
-}
-
-// GenericFailure is what a user is told about a failure that carries no
-// message of its own; its details are in the server log.
-const GenericFailure = "The answer failed because of an error on the server; the server log has the details. Retry in a moment."
-
-// maxServerMessage caps the model server's error text quoted to the user.
-const maxServerMessage = 300
-
-func toAPIMessages(path []db.Message) []api.Message {
-	out := make([]api.Message, 0, len(path))
-	for _, m := range path {
-		if m.Role == "assistant" && m.Content == "" {
-			continue // an answer that never got text says nothing to the model
-		}
-		out = append(out, api.Message{Role: m.Role, Content: m.Content})
-	}
-	return out
-}
-
-func ptr[T any](v T) *T { return &v }

@@ -49,13 +49,13 @@ func TestAnAnswerStreamsToSubscribersAndIsStoredCompleteWithUsage(t *testing.T) 
 		Route, Model string
 		Usage        map[string]any
 	}
-	if err := json.Unmarshal(stored.Metadata, &meta); err != nil {
+	if err := json.Unmarshal(stored.Metadata.Raw, &meta); err != nil {
 		t.Fatal(err)
 	}
 	num := func(k string) float64 { f, _ := meta.Usage[k].(float64); return f }
 	if meta.Route != "chat" || num("output_tokens") != 30 || num("prompt_tokens") <= 0 ||
 		num("tokens_per_second") <= 0 || num("num_ctx") != 4096 {
-		t.Fatalf("metadata = %s", stored.Metadata)
+		t.Fatalf("metadata = %s", stored.Metadata.Raw)
 	}
 
 	// The model saw the whole active path and an explicit num_ctx.

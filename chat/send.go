@@ -104,7 +104,7 @@ func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, err
 		ThreadID: in.ThreadID, WorkspaceID: in.WorkspaceID, Title: provisionalTitle(content), Model: model,
 		Content: content, SetRole: in.SetRole, RoleID: in.RoleID, SettingsFrom: in.From,
 		SetKBs: in.SetKBs, KBs: in.KBs, SetAgent: in.SetAgent, Agent: in.Agent,
-		Attachments: files, Media: in.Media,
+		Attachments: files, Media: in.Media, Route: ChooseRoute,
 	})
 	return rt.queued(sent, gone(err, in))
 }

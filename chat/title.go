@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/ollama/ollama/api"
+
+	"weft/db"
 )
 
 const titlePrompt = "You write titles. Reply with a short title (at most six words) for the conversation below, " +
@@ -27,10 +29,10 @@ func (rt *Runtime) generateTitle(owner, thread int64, model, question, answer st
 		Model:  model,
 		Stream: ptr(false),
 		Messages: []api.Message{
-			{Role: "system", Content: titlePrompt},
-			{Role: "user", Content: question},
-			{Role: "assistant", Content: answer},
-			{Role: "user", Content: "Write the title of this conversation."},
+			{Role: db.RoleSystem, Content: titlePrompt},
+			{Role: db.RoleUser, Content: question},
+			{Role: db.RoleAssistant, Content: answer},
+			{Role: db.RoleUser, Content: "Write the title of this conversation."},
 		},
 		Options: map[string]any{"num_ctx": rt.models.NumCtx(ctx, model), "num_predict": 32},
 	}

@@ -69,7 +69,7 @@ func (rt *Runtime) ThreadView(ctx context.Context, user, thread, at int64) (Thre
 	if err != nil {
 		return ThreadView{}, fmt.Errorf("read thread %d: %w", thread, err)
 	}
-	v.AwaitTitle = v.Thread.TitleState == "provisional" && hasCompleteAnswer(v.Messages)
+	v.AwaitTitle = v.Thread.TitleState == db.TitleProvisional && hasCompleteAnswer(v.Messages)
 	return v, nil
 }
 
@@ -96,7 +96,7 @@ func branchPage(ctx context.Context, s *db.DB, user, at int64, v *ThreadView) ([
 // a generated title may be on its way).
 func hasCompleteAnswer(items []MessageItem) bool {
 	for _, it := range items {
-		if it.Message.Role == "assistant" && it.Message.Status == db.MsgComplete {
+		if it.Message.Role == db.RoleAssistant && it.Message.Status == db.MsgComplete {
 			return true
 		}
 	}

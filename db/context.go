@@ -112,11 +112,8 @@ func (d *DB) Compactions(ctx context.Context, user, thread int64, under []int64)
 
 // AddCompaction stores a summary of the path from the root to through as a
 // compaction node under it. The thread's visible branch does not change.
-func (d *DB) AddCompaction(ctx context.Context, user, through int64, summary string, meta map[string]any) (Message, error) {
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	meta["kind"] = "compaction"
+func (d *DB) AddCompaction(ctx context.Context, user, through int64, summary string, meta MessageMeta) (Message, error) {
+	meta.Kind = KindCompaction
 	rows, err := d.q().Query(ctx, `INSERT INTO messages (thread_id, parent_id, role, content, status, metadata)
 		SELECT m.thread_id, m.id, 'system', $3, 'complete', $4 FROM messages m
 		JOIN threads t ON t.id = m.thread_id

@@ -85,7 +85,7 @@ func (d *DB) ImportThread(ctx context.Context, user, workspace int64, in Importe
 		// compaction node (those hang beside the conversation).
 		leaf := ids[len(ids)-1]
 		for i := len(in.Messages) - 1; i >= 0; i-- {
-			if in.Messages[i].Role != "system" || in.Messages[i].Parent < 0 {
+			if in.Messages[i].Role != RoleSystem || in.Messages[i].Parent < 0 {
 				leaf = ids[i]
 				break
 			}

@@ -351,12 +351,12 @@ func (d *DB) AddImageRequest(ctx context.Context, user, thread int64, prompt, an
 			return err
 		}
 		t := out.Thread
-		if out.User, err = insertMessage(ctx, tx, t.ID, t.ActiveLeafID, "user", prompt, MsgComplete,
-			map[string]any{"kind": "image_request"}); err != nil {
+		if out.User, err = insertMessage(ctx, tx, t.ID, t.ActiveLeafID, RoleUser, prompt, MsgComplete,
+			MessageMeta{Kind: KindImageRequest}); err != nil {
 			return err
 		}
-		if out.Assistant, err = insertMessage(ctx, tx, t.ID, &out.User.ID, "assistant", answer, MsgComplete,
-			map[string]any{"route": "image", "kind": "image_answer"}); err != nil {
+		if out.Assistant, err = insertMessage(ctx, tx, t.ID, &out.User.ID, RoleAssistant, answer, MsgComplete,
+			MessageMeta{Route: "image", Kind: KindImageAnswer}); err != nil {
 			return err
 		}
 		rows, err = tx.Query(ctx, `INSERT INTO media (message_id, kind, prompt, engine) VALUES ($1, 'image', $2, $3)

@@ -17,7 +17,7 @@ type Message struct {
 	Role      string          `db:"role"`
 	Content   string          `db:"content"`
 	Parts     json.RawMessage `db:"parts"`
-	Metadata  json.RawMessage `db:"metadata"`
+	Metadata  MessageMeta     `db:"metadata"`
 	Status    string          `db:"status"`
 	Error     string          `db:"error"`
 	CreatedAt time.Time       `db:"created_at"`
@@ -26,10 +26,7 @@ type Message struct {
 
 const messageCols = "id, thread_id, parent_id, role, content, parts, metadata, status, error, created_at, updated_at"
 
-func insertMessage(ctx context.Context, q querier, thread int64, parent *int64, role, content, status string, metadata any) (Message, error) {
-	if metadata == nil {
-		metadata = map[string]any{}
-	}
+func insertMessage(ctx context.Context, q querier, thread int64, parent *int64, role, content, status string, metadata MessageMeta) (Message, error) {
 	rows, err := q.Query(ctx, `INSERT INTO messages (thread_id, parent_id, role, content, status, metadata)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+messageCols, thread, parent, role, content, status, metadata)
 	if err != nil {

@@ -57,192 +57,6 @@ func (r Run) Active() bool {
 const runCols = `id, thread_id, owner_id, kind, status, instance_id, user_message_id, assistant_message_id,
 	model, usage, error, cancel_requested, continues, created_at, started_at, finished_at`
 
-// Send is one message from the composer.
-type Send struct {
-	ThreadID    int64 // 0: start a new thread in WorkspaceID
-	WorkspaceID int64
-	Title       string // provisional title of a new thread
-	Model       string // "" keeps the thread's model
-	Content     string
-	Kind        string // route that will answer: chat, rag or agent
-	// SetRole applies RoleID (nil: no role) to the thread; the role must be
-	// the user's own.
-	SetRole bool
-	RoleID  *int64
-	// SettingsFrom, for a new thread, copies the model (unless Model is
-	// set), role, notes and context settings of one of the user's threads.
-	SettingsFrom int64
-	// SetKBs attaches exactly KBs (knowledge bases of the thread's
-	// workspace) before the route is chosen.
-	SetKBs bool
-	KBs    []int64
-	// SetAgent turns the thread's agent mode to Agent before the route is
-	// chosen.
-	SetAgent bool
-	Agent    bool
-	// Attachments are stored files sent with the message; Media are the
-	// user's generated media attached to it.
-	Attachments []NewAttachment
-	Media       []int64
-}
-
-// Sent is what a send created.
-type Sent struct {
-	Thread    Thread
-	User      Message
-	Assistant Message
-	Run       Run
-	Created   bool
-}
-
-// SendMessage stores a user message under the thread's active leaf (or as
-// the first message of a new thread), the assistant message that will hold
-// the answer (status streaming) and a queued run, in one transaction, and
-// makes the assistant message the active leaf. The thread row is locked so
-// two sends cannot attach to the same leaf.
-func (d *DB) SendMessage(ctx context.Context, user int64, s Send) (Sent, error) {
-	var out Sent
-	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if s.ThreadID == 0 {
-			rows, err := tx.Query(ctx, `INSERT INTO threads (workspace_id, owner_id, title, model, role_id, notes, num_ctx, compaction)
-				SELECT w.id, w.owner_id, $3, COALESCE(NULLIF($4, ''), f.model, ''), f.role_id,
-					COALESCE(f.notes, ''), COALESCE(f.num_ctx, 0), COALESCE(f.compaction, true)
-				FROM workspaces w LEFT JOIN threads f ON f.id = $5 AND f.owner_id = $2
-				WHERE w.id = $1 AND w.owner_id = $2 AND w.status = 'active'
-				RETURNING `+threadCols, s.WorkspaceID, user, s.Title, s.Model, s.SettingsFrom)
-			if err != nil {
-				return err
-			}
-			if out.Thread, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Thread]); err != nil {
-				return err
-			}
-			out.Created = true
-			if s.SetRole {
-				if err := setThreadRole(ctx, tx, user, out.Thread.ID, s.RoleID); err != nil {
-					return err
-				}
-				out.Thread.RoleID = s.RoleID
-			}
-		} else {
-			rows, err := tx.Query(ctx, `UPDATE threads SET model = CASE WHEN $3 = '' THEN model ELSE $3 END
-				WHERE id = $1 AND owner_id = $2 RETURNING `+threadCols, s.ThreadID, user, s.Model)
-			if err != nil {
-				return err
-			}
-			if out.Thread, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Thread]); err != nil {
-				return err
-			}
-			if s.SetRole {
-				if err := setThreadRole(ctx, tx, user, out.Thread.ID, s.RoleID); err != nil {
-					return err
-				}
-				out.Thread.RoleID = s.RoleID
-			}
-		}
-		if s.SetKBs {
-			if err := setThreadKBs(ctx, tx, user, out.Thread.ID, s.KBs); err != nil {
-				return err
-			}
-		}
-		if s.SetAgent && s.Agent != out.Thread.AgentEnabled {
-			if _, err := tx.Exec(ctx, "UPDATE threads SET agent_enabled = $2 WHERE id = $1", out.Thread.ID, s.Agent); err != nil {
-				return err
-			}
-			out.Thread.AgentEnabled = s.Agent
-		}
-		t := out.Thread
-		if out.User, err = insertMessage(ctx, tx, t.ID, t.ActiveLeafID, "user", s.Content, MsgComplete, nil); err != nil {
-			return err
-		}
-		if err := insertAttachments(ctx, tx, user, out.User.ID, s.Attachments, s.Media); err != nil {
-			return err
-		}
-		out.Assistant, out.Run, err = insertAnswer(ctx, tx, t, out.User.ID, s.Kind, "")
-		return err
-	})
-	return out, mapErr(err)
-}
-
-// insertAnswer adds a streaming assistant message under userMsg with its
-// queued run and makes it the thread's active leaf. model "" means the
-// thread's model.
-func insertAnswer(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64, kind, model string) (Message, Run, error) {
-	if model == "" {
-		model = t.Model
-	}
-	meta := map[string]any{}
-	if kind == "" {
-		var err error
-		var note string
-		if kind, note, err = routeOf(ctx, tx, t, userMsg); err != nil {
-			return Message{}, Run{}, err
-		}
-		if note != "" {
-			meta["route_note"] = note
-		}
-	}
-	meta["route"], meta["model"] = kind, model
-	m, err := insertMessage(ctx, tx, t.ID, &userMsg, "assistant", "", MsgStreaming, meta)
-	if err != nil {
-		return Message{}, Run{}, err
-	}
-	rows, err := tx.Query(ctx, `INSERT INTO runs (thread_id, owner_id, kind, user_message_id, assistant_message_id, model)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+runCols, t.ID, t.OwnerID, kind, userMsg, m.ID, model)
-	if err != nil {
-		return Message{}, Run{}, err
-	}
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Run])
-	if err != nil {
-		return Message{}, Run{}, err
-	}
-	if kind == RouteAgent {
-		// The agent run's first step is committed with the send.
-		if _, err := insertStep(ctx, tx, r.ID, StepStart, StepOK, StepData{}); err != nil {
-			return Message{}, Run{}, err
-		}
-	}
-	_, err = tx.Exec(ctx, `UPDATE threads SET active_leaf_id = $2, last_activity_at = now(), updated_at = now()
-		WHERE id = $1`, t.ID, m.ID)
-	return m, r, err
-}
-
-// ErrNotRetryable is returned when a message cannot be answered again (it
-// is not an assistant message, or it is still being written).
-var ErrNotRetryable = errors.New("db: message cannot be retried")
-
-// RetryAnswer answers the user message above an assistant message again
-// (retry, regenerate): a new sibling assistant message with a queued run,
-// which becomes the active leaf; model "" uses the thread's model. The old
-// answer stays in the tree.
-func (d *DB) RetryAnswer(ctx context.Context, user, assistantMsg int64, kind, model string) (Sent, error) {
-	var out Sent
-	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		var parent *int64
-		var role, status string
-		var threadID int64
-		err := tx.QueryRow(ctx, `SELECT m.thread_id, m.parent_id, m.role, m.status FROM messages m
-			JOIN threads t ON t.id = m.thread_id WHERE m.id = $1 AND t.owner_id = $2`, assistantMsg, user).
-			Scan(&threadID, &parent, &role, &status)
-		if err != nil {
-			return err
-		}
-		if role != "assistant" || parent == nil || status == MsgStreaming {
-			return ErrNotRetryable
-		}
-		rows, err := tx.Query(ctx, "SELECT "+threadCols+" FROM threads WHERE id = $1 FOR UPDATE", threadID)
-		if err != nil {
-			return err
-		}
-		if out.Thread, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Thread]); err != nil {
-			return err
-		}
-		out.Assistant, out.Run, err = insertAnswer(ctx, tx, out.Thread, *parent, kind, model)
-		return err
-	})
-	return out, mapErr(err)
-}
-
 // Run returns one of the user's runs.
 func (d *DB) Run(ctx context.Context, user, id int64) (Run, error) {
 	rows, err := d.q().Query(ctx, "SELECT "+runCols+" FROM runs WHERE id = $1 AND owner_id = $2", id, user)
@@ -382,26 +196,18 @@ type Finish struct {
 	Content   string
 	Thinking  string
 	Error     string
-	Usage     map[string]any // also stored on the message's metadata
-	Sources   []Source       // rag: the sources, marked as cited or not (nil: unchanged)
-	Meta      map[string]any // more metadata keys for the answer (nil: none)
+	Usage     Usage // also stored on the message's metadata
+	// Meta holds more metadata keys for the answer (sources, nothing found,
+	// the agent's evidence); the keys it leaves zero are not changed.
+	Meta MessageMeta
 }
 
 // FinishRun records the end of a run and its answer in one transaction and
 // returns the final message.
 func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, error) {
 	var m Message
-	usage := f.Usage
-	if usage == nil {
-		usage = map[string]any{}
-	}
-	extra := map[string]any{}
-	for k, v := range f.Meta {
-		extra[k] = v
-	}
-	if f.Sources != nil {
-		extra["sources"] = f.Sources
-	}
+	usage, extra := f.Usage, f.Meta
+	extra.Usage, extra.Thinking, extra.Raw = Usage{}, "", nil
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE messages SET content = $2, status = $3, error = $4,
 				metadata = metadata || jsonb_build_object('usage', $5::jsonb)
@@ -507,38 +313,4 @@ func prefixed(p, cols string) string {
 		out += p + c
 	}
 	return out
-}
-
-// Routes that answer a message.
-const (
-	RouteChat  = "chat"
-	RouteRAG   = "rag"
-	RouteAgent = "agent"
-)
-
-// RouteNoteNoText explains a chat answer in a thread with knowledge bases:
-// the message had no text to search for (files only).
-const RouteNoteNoText = "no-text"
-
-// routeOf chooses the route of a new answer from the thread's state, in the
-// transaction that creates it: agent mode on → agent; knowledge bases
-// attached and the user message has text → rag; otherwise chat (with a
-// note when knowledge bases were attached but there was no text to search
-// for).
-func routeOf(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64) (route, note string, err error) {
-	var agent, hasKB, hasText bool
-	if err := tx.QueryRow(ctx, `SELECT (SELECT agent_enabled FROM threads WHERE id = $1),
-			EXISTS (SELECT 1 FROM thread_kbs WHERE thread_id = $1),
-			COALESCE((SELECT btrim(content) <> '' FROM messages WHERE id = $2), false)`, t.ID, userMsg).Scan(&agent, &hasKB, &hasText); err != nil {
-		return "", "", err
-	}
-	switch {
-	case agent:
-		return RouteAgent, "", nil
-	case hasKB && hasText:
-		return RouteRAG, "", nil
-	case hasKB:
-		return RouteChat, RouteNoteNoText, nil
-	}
-	return RouteChat, "", nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"weft/chat"
 	"weft/db"
 	"weft/internal/testenv"
 )
@@ -226,7 +227,7 @@ func TestAMessageWithoutTextInAThreadWithKnowledgeBasesIsAnsweredByChatWithANote
 	if err != nil {
 		t.Fatal(err)
 	}
-	withText, err := d.SendMessage(ctx, u.ID, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "What is in the docs?", SetKBs: true, KBs: []int64{kb.ID}})
+	withText, err := d.SendMessage(ctx, u.ID, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "What is in the docs?", SetKBs: true, KBs: []int64{kb.ID}, Route: chat.ChooseRoute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,11 +235,11 @@ func TestAMessageWithoutTextInAThreadWithKnowledgeBasesIsAnsweredByChatWithANote
 		t.Errorf("a question with text in a thread with a knowledge base: route %s, want rag", withText.Run.Kind)
 	}
 	// Files only (attachments bring such messages): nothing to search for.
-	filesOnly, err := d.SendMessage(ctx, u.ID, db.Send{ThreadID: withText.Thread.ID, Content: ""})
+	filesOnly, err := d.SendMessage(ctx, u.ID, db.Send{ThreadID: withText.Thread.ID, Content: "", Route: chat.ChooseRoute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filesOnly.Run.Kind != db.RouteChat || !strings.Contains(string(filesOnly.Assistant.Metadata), `"route_note": "no-text"`) {
-		t.Errorf("files only: route %s, metadata %s; want chat with a note", filesOnly.Run.Kind, filesOnly.Assistant.Metadata)
+	if filesOnly.Run.Kind != db.RouteChat || !strings.Contains(string(filesOnly.Assistant.Metadata.Raw), `"route_note": "no-text"`) {
+		t.Errorf("files only: route %s, metadata %s; want chat with a note", filesOnly.Run.Kind, filesOnly.Assistant.Metadata.Raw)
 	}
 }

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 
@@ -116,23 +115,23 @@ var ErrNotEditable = errors.New("db: only your own messages can be edited")
 // EditMessage stores a new version of a user message as its sibling, with
 // a streaming answer and a queued run; the old version and its answers stay
 // in the tree.
-func (d *DB) EditMessage(ctx context.Context, user, message int64, content, kind string) (Sent, error) {
+func (d *DB) EditMessage(ctx context.Context, user, message int64, content string, route Router) (Sent, error) {
 	var out Sent
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		old, err := lockMessageThread(ctx, tx, user, message, &out.Thread)
 		if err != nil {
 			return err
 		}
-		if old.Role != "user" {
+		if old.Role != RoleUser {
 			return ErrNotEditable
 		}
-		if out.User, err = insertMessage(ctx, tx, out.Thread.ID, old.ParentID, "user", content, MsgComplete, nil); err != nil {
+		if out.User, err = insertMessage(ctx, tx, out.Thread.ID, old.ParentID, RoleUser, content, MsgComplete, MessageMeta{}); err != nil {
 			return err
 		}
 		if err := copyAttachments(ctx, tx, old.ID, out.User.ID); err != nil {
 			return err
 		}
-		out.Assistant, out.Run, err = insertAnswer(ctx, tx, out.Thread, out.User.ID, kind, "")
+		out.Assistant, out.Run, err = insertAnswer(ctx, tx, out.Thread, out.User.ID, route, "")
 		return err
 	})
 	return out, mapErr(err)
@@ -173,7 +172,7 @@ func (d *DB) ContinueAnswer(ctx context.Context, user, message int64, kind strin
 		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM messages WHERE parent_id = $1 AND role <> 'system')", m.ID).Scan(&hasChildren); err != nil {
 			return err
 		}
-		if m.Role != "assistant" || m.ParentID == nil || hasChildren || (m.Status != MsgCancelled && m.Status != MsgInterrupted) {
+		if m.Role != RoleAssistant || m.ParentID == nil || hasChildren || (m.Status != MsgCancelled && m.Status != MsgInterrupted) {
 			return ErrNotContinuable
 		}
 		rows, err := tx.Query(ctx, `UPDATE messages SET status = 'streaming', error = '', updated_at = now()
@@ -184,13 +183,13 @@ func (d *DB) ContinueAnswer(ctx context.Context, user, message int64, kind strin
 		if out.Assistant, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Message]); err != nil {
 			return err
 		}
-		model := metaModel(m.Metadata)
+		model := m.Metadata.Model
 		if model == "" {
 			model = out.Thread.Model
 		}
 		if kind == "" {
 			// The answer goes on by the route that began it.
-			if kind = metaRoute(m.Metadata); kind == "" {
+			if kind = m.Metadata.Route; kind == "" {
 				kind = RouteChat
 			}
 		}
@@ -244,7 +243,7 @@ func (d *DB) ForkThread(ctx context.Context, user, message int64) (Thread, error
 			var id int64
 			if err := tx.QueryRow(ctx, `INSERT INTO messages (thread_id, parent_id, role, content, parts, metadata, status, error, created_at)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-				t.ID, parent, m.Role, m.Content, m.Parts, m.Metadata, status, m.Error, m.CreatedAt).Scan(&id); err != nil {
+				t.ID, parent, m.Role, m.Content, m.Parts, m.Metadata.Raw, status, m.Error, m.CreatedAt).Scan(&id); err != nil {
 				return err
 			}
 			// The copy keeps its files (the same stored content) and media.
@@ -369,22 +368,3 @@ func (d *DB) ArchivedThreads(ctx context.Context, user, workspace int64, limit i
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByName[ThreadSummary])
 }
-
-func metaRoute(meta []byte) string {
-	var m struct {
-		Route string `json:"route"`
-	}
-	_ = json.Unmarshal(meta, &m)
-	return m.Route
-}
-
-func metaModel(meta []byte) string {
-	var m struct {
-		Model string `json:"model"`
-	}
-	_ = json.Unmarshal(meta, &m)
-	return m.Model
-}
-
-// MetaRoute is the route recorded on a message's metadata.
-func MetaRoute(meta []byte) string { return metaRoute(meta) }

@@ -49,7 +49,7 @@ func TestEditAddsASiblingBranchAndTheOldOneStaysReachable(t *testing.T) {
 	finish(t, store, q2, "a2")
 	th := q1.Thread.ID
 
-	edited, err := store.EditMessage(ctx, u.ID, q2.User.ID, "q2 better", "chat")
+	edited, err := store.EditMessage(ctx, u.ID, q2.User.ID, "q2 better", db.Fixed(db.RouteChat))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestEditAddsASiblingBranchAndTheOldOneStaysReachable(t *testing.T) {
 	if got := contents(path); !equal(got, []string{"q1", "a1", "q2", "a2"}) {
 		t.Fatalf("active path after switching back = %v", got)
 	}
-	if _, err := store.EditMessage(ctx, u.ID, q1.Assistant.ID, "x", "chat"); !errors.Is(err, db.ErrNotEditable) {
+	if _, err := store.EditMessage(ctx, u.ID, q1.Assistant.ID, "x", db.Fixed(db.RouteChat)); !errors.Is(err, db.ErrNotEditable) {
 		t.Fatalf("editing an answer: %v", err)
 	}
 }
@@ -92,7 +92,7 @@ func TestRegenerateAddsSiblingAnswersInOrder(t *testing.T) {
 	u, ws := newUser(t, store, "regen@example.com")
 	q := send(t, store, u.ID, db.Send{WorkspaceID: ws.ID, Content: "q", Model: "tiny"})
 	finish(t, store, q, "first")
-	second, err := store.RetryAnswer(ctx, u.ID, q.Assistant.ID, "chat", "other-model")
+	second, err := store.RetryAnswer(ctx, u.ID, q.Assistant.ID, db.Fixed(db.RouteChat), "other-model")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestRegenerateAddsSiblingAnswersInOrder(t *testing.T) {
 		t.Fatalf("regenerate with a model ran %q", second.Run.Model)
 	}
 	finish(t, store, second, "second")
-	third, err := store.RetryAnswer(ctx, u.ID, q.Assistant.ID, "chat", "")
+	third, err := store.RetryAnswer(ctx, u.ID, q.Assistant.ID, db.Fixed(db.RouteChat), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestRegenerateAddsSiblingAnswersInOrder(t *testing.T) {
 	if got := b[third.Assistant.ID]; got.Pos != 3 || got.Count != 3 || got.Prev != second.Assistant.ID || got.Next != 0 {
 		t.Fatalf("third answer's branch = %+v", got)
 	}
-	if _, err := store.RetryAnswer(ctx, u.ID, third.Assistant.ID, "chat", ""); !errors.Is(err, db.ErrNotRetryable) {
+	if _, err := store.RetryAnswer(ctx, u.ID, third.Assistant.ID, db.Fixed(db.RouteChat), ""); !errors.Is(err, db.ErrNotRetryable) {
 		t.Fatalf("regenerating an answer still being written: %v", err)
 	}
 }
@@ -179,7 +179,7 @@ func TestDeletingAMessageRemovesItsSubtreeAndMovesTheVisibleBranch(t *testing.T)
 	q2 := send(t, store, u.ID, db.Send{ThreadID: q1.Thread.ID, Content: "q2"})
 	finish(t, store, q2, "a2")
 	q3 := send(t, store, u.ID, db.Send{ThreadID: q1.Thread.ID, Content: "q3"}) // still queued
-	alt, err := store.EditMessage(ctx, u.ID, q2.User.ID, "q2 alt", "chat")
+	alt, err := store.EditMessage(ctx, u.ID, q2.User.ID, "q2 alt", db.Fixed(db.RouteChat))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,8 +190,8 @@ func TestTheAgentLoopRunsSeveralRoundsAndReportsAToolError(t *testing.T) {
 	if got, ok := e.file("notes/a.txt"); !ok || got != "hello" {
 		t.Errorf("the workspace file = %q (%v)", got, ok)
 	}
-	if !strings.Contains(string(m.Metadata), `"changes": [{"op": "created", "path": "notes/a.txt"}]`) {
-		t.Errorf("the answer does not list the created file: %s", m.Metadata)
+	if !strings.Contains(string(m.Metadata.Raw), `"changes": [{"op": "created", "path": "notes/a.txt"}]`) {
+		t.Errorf("the answer does not list the created file: %s", m.Metadata.Raw)
 	}
 	// The model saw the results of each round, and was offered the
 	// enabled tools only.
@@ -532,8 +532,8 @@ func TestAPromptInjectionInADocumentCannotWriteOutsideTheWorkspace(t *testing.T)
 	if _, err := os.Stat("/tmp/escaped-weft.txt"); err == nil {
 		t.Errorf("the injected absolute write escaped the workspace")
 	}
-	if strings.Contains(string(m.Metadata), "escaped") {
-		t.Errorf("a failed write is listed as a change: %s", m.Metadata)
+	if strings.Contains(string(m.Metadata.Raw), "escaped") {
+		t.Errorf("a failed write is listed as a change: %s", m.Metadata.Raw)
 	}
 }
 
@@ -624,8 +624,8 @@ func TestTheAgentSearchesTheThreadsKnowledgeBasesAndListsTheSources(t *testing.T
 	if !strings.Contains(m.Content, "Last result: [1] lisbon.md") || !strings.Contains(m.Content, "Tram 28") {
 		t.Errorf("the search result did not reach the model: %q", m.Content)
 	}
-	if !strings.Contains(string(m.Metadata), `"kind": "kb"`) || !strings.Contains(string(m.Metadata), fmt.Sprintf(`"document_id": %d`, docs[0].ID)) {
-		t.Errorf("the answer does not list its knowledge-base source: %s", m.Metadata)
+	if !strings.Contains(string(m.Metadata.Raw), `"kind": "kb"`) || !strings.Contains(string(m.Metadata.Raw), fmt.Sprintf(`"document_id": %d`, docs[0].ID)) {
+		t.Errorf("the answer does not list its knowledge-base source: %s", m.Metadata.Raw)
 	}
 	if page := e.c.Get(fmt.Sprintf("/t/%d", thread)).Body; !strings.Contains(page, `data-testid="agent-source" data-kind="kb"`) {
 		t.Errorf("the page does not show the sources used")
@@ -697,8 +697,8 @@ func TestAnEnabledWebFetchCitesThePage(t *testing.T) {
 	if run.Status != db.RunCompleted || !strings.Contains(m.Content, "Example Domain text") || len(asked) != 1 {
 		t.Errorf("fetch: %s %q %v", run.Status, m.Content, asked)
 	}
-	if !strings.Contains(string(m.Metadata), `"kind": "web"`) {
-		t.Errorf("the page is not listed as a source: %s", m.Metadata)
+	if !strings.Contains(string(m.Metadata.Raw), `"kind": "web"`) {
+		t.Errorf("the page is not listed as a source: %s", m.Metadata.Raw)
 	}
 }
 

@@ -166,8 +166,8 @@ func TestAKnowledgeBaseAnswersWithCitationsAndSaysWhenNothingIsFound(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(answer.Metadata), `"cited": true`) || !strings.Contains(string(answer.Metadata), `"route": "rag"`) {
-		t.Errorf("answer metadata = %s", answer.Metadata)
+	if !strings.Contains(string(answer.Metadata.Raw), `"cited": true`) || !strings.Contains(string(answer.Metadata.Raw), `"route": "rag"`) {
+		t.Errorf("answer metadata = %s", answer.Metadata.Raw)
 	}
 	tp := c.Get(fmt.Sprintf("/t/%d", thread))
 	if !strings.Contains(tp.Body, fmt.Sprintf(`href="/m/%d/sources/1" data-testid="citation" data-document-id="%d"`, answer.ID, docs[0].ID)) {
@@ -189,8 +189,8 @@ func TestAKnowledgeBaseAnswersWithCitationsAndSaysWhenNothingIsFound(t *testing.
 		t.Fatal(err)
 	}
 	if none.Status != db.MsgComplete || !strings.HasPrefix(none.Content, "Nothing relevant was found in “Travel”") ||
-		!strings.Contains(string(none.Metadata), `"nothing_found": true`) {
-		t.Errorf("nothing found answer = %s %q %s", none.Status, none.Content, none.Metadata)
+		!strings.Contains(string(none.Metadata.Raw), `"nothing_found": true`) {
+		t.Errorf("nothing found answer = %s %q %s", none.Status, none.Content, none.Metadata.Raw)
 	}
 	if len(trStreamed(app.Fake)) != before {
 		t.Errorf("the model was asked although nothing was found")

@@ -163,14 +163,15 @@ func answerAt(answers []string, i int) string {
 
 // agentMeta is what an agent answer's metadata adds.
 type agentMeta struct {
-	Changes []db.FileChange `json:"changes"`
-	Sources []db.StepSource `json:"agent_sources"`
+	Changes []db.FileChange
+	Sources []db.StepSource
 }
 
 func agentMetaOf(m db.Message) agentMeta {
-	var a agentMeta
-	_ = json.Unmarshal(m.Metadata, &a)
-	return a
+	if e := m.Metadata.Evidence; e != nil {
+		return agentMeta{Changes: e.Changes, Sources: e.Sources}
+	}
+	return agentMeta{}
 }
 
 func keyHint(set bool) string {

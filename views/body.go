@@ -36,7 +36,7 @@ func HasCode(src string) bool {
 // HasStoredBody reports whether a message's body is worth storing: an
 // answer (other roles are shown as escaped text) that is final.
 func HasStoredBody(m db.Message) bool {
-	return m.Role == "assistant" && m.Status != db.MsgStreaming
+	return m.Role == db.RoleAssistant && m.Status != db.MsgStreaming
 }
 
 // answerBody is the stored rendering when the view has one, else a new one.

@@ -1,10 +1,10 @@
 package views
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 
+	"weft/chat"
 	"weft/db"
 )
 
@@ -22,51 +22,36 @@ func boolValue(b bool) string {
 	return "false"
 }
 
-// messageMeta is the part of a message's metadata the views show.
+// messageMeta is a message's metadata as the views read it (decoded once,
+// by db, when the message was read).
 type messageMeta struct {
-	Route    string `json:"route"`
-	Model    string `json:"model"`
-	Thinking string `json:"thinking"`
-	Usage    struct {
-		PromptTokens    int     `json:"prompt_tokens"`
-		OutputTokens    int     `json:"output_tokens"`
-		TokensPerSecond float64 `json:"tokens_per_second"`
-		DurationMS      int64   `json:"duration_ms"`
-		NumCtx          int     `json:"num_ctx"`
-		ContextFill     float64 `json:"context_fill"`
-		Truncated       bool    `json:"truncated"`
-		Estimated       int     `json:"estimated_prompt_tokens"`
-		CompactionID    int64   `json:"compaction_id"`
-		CompactionFail  bool    `json:"compaction_failed"`
-	} `json:"usage"`
-	Covers       int         `json:"covers"` // compaction nodes: messages summarized
-	Auto         bool        `json:"auto"`
-	Sources      []db.Source `json:"sources"`       // rag answers
-	NothingFound bool        `json:"nothing_found"` // rag: no relevant source
-	RouteNote    string      `json:"route_note"`    // why the route is not the expected one
+	db.MessageMeta
+	Covers int // compaction nodes: messages summarized
 }
 
 func metaOf(m db.Message) messageMeta {
-	var meta messageMeta
-	_ = json.Unmarshal(m.Metadata, &meta)
-	return meta
+	mm := messageMeta{MessageMeta: m.Metadata}
+	if c := m.Metadata.Compaction; c != nil {
+		mm.Covers = c.Covers
+	}
+	return mm
 }
 
 func retryable(m db.Message) bool {
-	return m.Status == "error" || m.Status == "cancelled" || m.Status == "interrupted"
+	return m.Status == db.MsgError || m.Status == db.MsgCancelled || m.Status == db.MsgInterrupted
 }
 
 func runStatusLabel(s string) string {
 	switch s {
-	case "queued":
+	case db.RunQueued:
 		return "Queued"
-	case "running":
+	case db.RunRunning:
 		return "Answering…"
-	case "waiting":
+	case db.RunWaiting:
 		return "Waiting for you"
-	case "compacting":
+	case chat.StatusCompacting:
 		return "Summarizing earlier messages…"
-	case "searching":
+	case chat.StatusSearching:
 		return "Searching the knowledge base…"
 	}
 	return s
@@ -98,7 +83,7 @@ func hitURL(h db.SearchHit) string {
 }
 
 func roleName(role string) string {
-	if role == "user" {
+	if role == db.RoleUser {
 		return "you"
 	}
 	return "answer"

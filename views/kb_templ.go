@@ -805,7 +805,7 @@ func KBDocuments(kbID int64, docs []db.Document) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if d.Status == "processing" || d.Status == "queued" {
+			if d.Status == db.DocProcessing || d.Status == db.DocQueued {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 69, "<progress max=\"100\" value=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -928,7 +928,7 @@ func KBDocuments(kbID int64, docs []db.Document) templ.Component {
 
 func busy(docs []db.Document) bool {
 	for _, d := range docs {
-		if d.Status == "queued" || d.Status == "processing" {
+		if d.Status == db.DocQueued || d.Status == db.DocProcessing {
 			return true
 		}
 	}

@@ -253,7 +253,7 @@ func Placeholder(m db.Message, run db.Run, steps []db.Step) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if metaOf(m).Route == "agent" {
+		if metaOf(m).Route == db.RouteAgent {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "<span hidden sse-swap=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -427,7 +427,7 @@ func RunBar(runID int64, status string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if status == "queued" {
+		if status == db.RunQueued {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "Cancel")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

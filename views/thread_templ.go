@@ -542,7 +542,7 @@ func MessageItem(v MessageView) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		if v.Run != nil && v.Message.Status == "streaming" {
+		if v.Run != nil && v.Message.Status == db.MsgStreaming {
 			templ_7745c5c3_Err = Placeholder(v.Message, *v.Run, v.Steps).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -698,7 +698,7 @@ func finalMessage(v MessageView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if v.Message.Role == "assistant" {
+		if v.Message.Role == db.RoleAssistant {
 			if len(v.Steps) > 0 {
 				templ_7745c5c3_Err = AgentTrace(v.Steps).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
@@ -783,7 +783,7 @@ func finalMessage(v MessageView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if metaOf(v.Message).RouteNote == "no-text" {
+			if metaOf(v.Message).RouteNote == db.RouteNoteNoText {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "<p class=\"hint\" data-testid=\"route-note\">Answered by the model alone: the message has only files, no text to search the knowledge base for.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -849,7 +849,7 @@ func finalMessage(v MessageView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if u.CompactionFail {
+			if u.CompactionFailed {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 67, "Summarizing the older messages failed this time; try /compact, or give the thread a larger context window.")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -875,7 +875,7 @@ func finalMessage(v MessageView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if v.Message.Role == "assistant" {
+		if v.Message.Role == db.RoleAssistant {
 			templ_7745c5c3_Err = messageStatus(v.Message).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -903,7 +903,7 @@ func finalMessage(v MessageView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.AgentRun != nil && v.AgentRun.Status == "interrupted" {
+			if v.AgentRun != nil && v.AgentRun.Status == db.RunInterrupted {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, "<form method=\"post\" action=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -926,7 +926,7 @@ func finalMessage(v MessageView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if (v.Message.Status == "cancelled" || v.Message.Status == "interrupted") && metaOf(v.Message).Route != "agent" {
+			if (v.Message.Status == db.MsgCancelled || v.Message.Status == db.MsgInterrupted) && metaOf(v.Message).Route != db.RouteAgent {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, "<form method=\"post\" action=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -949,7 +949,7 @@ func finalMessage(v MessageView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.Message.Status != "streaming" {
+			if v.Message.Status != db.MsgStreaming {
 				templ_7745c5c3_Err = regenerate(v).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -959,13 +959,13 @@ func finalMessage(v MessageView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.Message.Status == "complete" && v.Message.Content != "" {
+			if v.Message.Status == db.MsgComplete && v.Message.Content != "" {
 				templ_7745c5c3_Err = ReadAloud(v.Message.ID).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-		} else if v.Message.Role == "user" {
+		} else if v.Message.Role == db.RoleUser {
 			templ_7745c5c3_Err = editForm(v.Message).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -1046,17 +1046,17 @@ func messageStatus(m db.Message) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		switch m.Status {
-		case "cancelled":
+		case db.MsgCancelled:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 87, "<span class=\"tag\">stopped</span> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		case "interrupted":
+		case db.MsgInterrupted:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 88, "<span class=\"tag\">interrupted</span> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		case "error":
+		case db.MsgError:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 89, "<span class=\"tag tag-error\">failed</span> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
