@@ -178,7 +178,7 @@ func (h *kbs) show(w http.ResponseWriter, r *http.Request) {
 			res, err := h.rag.Search(r.Context(), rag.Query{User: u.ID, KBs: []db.KnowledgeBase{kb}, Text: q, All: true, TopK: kb.TopK})
 			switch {
 			case usererr.Is(err):
-				d.SearchError, d.Searched = capitalize(usererr.Or(err, "")), false
+				d.SearchError, d.Searched = usererr.Capitalize(usererr.Or(err, "")), false
 			case err != nil:
 				serverError(w, r, err)
 				return

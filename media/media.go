@@ -13,10 +13,9 @@ package media
 import (
 	"errors"
 	"fmt"
-	"path"
-	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"weft/extract"
 )
 
 // ErrRefused is wrapped by every refusal of a file. The refusal's own
@@ -59,20 +58,11 @@ func refuse(cause error, format string, args ...any) error {
 	return &refusal{msg: fmt.Sprintf(format, args...), cause: cause}
 }
 
-// displayName is a file name fit for a message: its last path element,
-// without control characters, at most 80 characters.
+// displayName is a file name fit for a message: extract.CleanFileName's
+// label, shortened in the middle to at most 80 characters so that both
+// the start and the extension stay readable.
 func displayName(name string) string {
-	name = path.Base(strings.ReplaceAll(name, `\`, "/"))
-	name = strings.Map(func(r rune) rune {
-		if r == utf8.RuneError || unicode.IsControl(r) || r == '\u202e' || r == '\u202d' {
-			return -1
-		}
-		return r
-	}, name)
-	name = strings.TrimSpace(name)
-	if name == "" || name == "." || name == "/" {
-		return "the file"
-	}
+	name = extract.CleanFileName(name, "the file")
 	if utf8.RuneCountInString(name) > 80 {
 		r := []rune(name)
 		name = string(r[:40]) + "…" + string(r[len(r)-39:])

@@ -99,3 +99,13 @@ func Untrusted(s string, max int) string {
 	r := []rune(s)
 	return strings.TrimSpace(string(r[:max])) + "…"
 }
+
+// Capitalize makes a message that may have been written to follow a colon
+// ("the file is empty") start a sentence: its first letter in upper case.
+func Capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || r == utf8.RuneError {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}

@@ -42,3 +42,17 @@ func TestUntrustedTextIsOneCleanCappedLine(t *testing.T) {
 		t.Errorf("Untrusted = %q", got)
 	}
 }
+
+func TestCapitalizeStartsASentenceWithAnUpperCaseLetter(t *testing.T) {
+	for in, want := range map[string]string{
+		"the file is empty": "The file is empty",
+		"Already":           "Already",
+		"élan":              "Élan",
+		"":                  "",
+		"42 files":          "42 files",
+	} {
+		if got := usererr.Capitalize(in); got != want {
+			t.Errorf("Capitalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
