@@ -599,7 +599,7 @@ func (h *threads) hasRoom(ctx context.Context, user int64, files []media.Prepare
 
 // storageLimitMessage says why a file was not stored.
 func storageLimitMessage(max int64) string {
-	return fmt.Sprintf("your files on this server would go over your storage limit of %s. Delete threads with files you no longer need, or documents from your knowledge bases, to make room.", media.ReadableSize(max))
+	return db.StorageLimitMessage(max)
 }
 
 // sees reports whether a model takes images.

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"weft/extract"
+	"weft/internal/usererr"
 )
 
 // ErrRefused is wrapped by every refusal of a file. The refusal's own
@@ -70,36 +71,10 @@ func displayName(name string) string {
 	return name
 }
 
-// ReadableSize formats n bytes for people (see readableSize).
-func ReadableSize(n int64) string { return readableSize(n) }
+// ReadableSize formats n bytes for people (see usererr.Size).
+func ReadableSize(n int64) string { return usererr.Size(n) }
 
-// readableSize formats n bytes in KB, MB or GB (of 1024), with at most one
-// decimal rounded up, so that a file just over a limit never reads as
-// equal to it: 9.1 MB, 8 MB, 512 KB, 900 bytes, 1 GB.
-func readableSize(n int64) string {
-	const kb, mb, gb = 1 << 10, 1 << 20, 1 << 30
-	switch {
-	case n >= gb:
-		return tenths(n, gb) + " GB"
-	case n < kb:
-		if n == 1 {
-			return "1 byte"
-		}
-		return fmt.Sprintf("%d bytes", n)
-	case n < mb:
-		return tenths(n, kb) + " KB"
-	}
-	return tenths(n, mb) + " MB"
-}
-
-// tenths is n/unit rounded up to one decimal, without a trailing ".0".
-func tenths(n, unit int64) string {
-	t := (n*10 + unit - 1) / unit
-	if t%10 == 0 {
-		return fmt.Sprint(t / 10)
-	}
-	return fmt.Sprintf("%d.%d", t/10, t%10)
-}
+var readableSize = usererr.Size
 
 // thousands formats n as 20,000.
 func thousands(n int) string {
