@@ -179,12 +179,7 @@ func (d *DB) UpdateStep(ctx context.Context, step int64, status string, data Ste
 
 // StepByID returns a step of a run (for the loop, which owns the run).
 func (d *DB) StepByID(ctx context.Context, run, id int64) (Step, error) {
-	rows, err := d.q().Query(ctx, "SELECT "+stepCols+" FROM run_steps WHERE id = $1 AND run_id = $2", id, run)
-	if err != nil {
-		return Step{}, err
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Step])
-	return s, mapErr(err)
+	return oneRow[Step](ctx, d.q(), "SELECT "+stepCols+" FROM run_steps WHERE id = $1 AND run_id = $2", id, run)
 }
 
 // Steps lists the steps of one of the user's runs in order.

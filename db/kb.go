@@ -123,12 +123,7 @@ func (d *DB) KBs(ctx context.Context, user, workspace int64) ([]KnowledgeBase, e
 
 // KB returns one of the user's knowledge bases.
 func (d *DB) KB(ctx context.Context, user, id int64) (KnowledgeBase, error) {
-	rows, err := d.q().Query(ctx, "SELECT "+kbCols+" FROM knowledge_bases WHERE id = $1 AND owner_id = $2", id, user)
-	if err != nil {
-		return KnowledgeBase{}, err
-	}
-	kb, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[KnowledgeBase])
-	return kb, mapErr(err)
+	return oneRow[KnowledgeBase](ctx, d.q(), "SELECT "+kbCols+" FROM knowledge_bases WHERE id = $1 AND owner_id = $2", id, user)
 }
 
 // RenameKB renames one of the user's knowledge bases.
@@ -262,12 +257,7 @@ func (d *DB) Documents(ctx context.Context, user, kb int64) ([]Document, error) 
 
 // Document returns one of the user's documents.
 func (d *DB) Document(ctx context.Context, user, id int64) (Document, error) {
-	rows, err := d.q().Query(ctx, "SELECT "+docCols+" FROM kb_documents WHERE id = $1 AND owner_id = $2", id, user)
-	if err != nil {
-		return Document{}, err
-	}
-	doc, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document])
-	return doc, mapErr(err)
+	return oneRow[Document](ctx, d.q(), "SELECT "+docCols+" FROM kb_documents WHERE id = $1 AND owner_id = $2", id, user)
 }
 
 // DeleteDocument removes a document with its file and chunks (and its
