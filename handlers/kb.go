@@ -155,12 +155,7 @@ func (h *kbs) rename(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := h.rag.RenameKB(r.Context(), u.ID, kb.ID, r.PostForm.Get("name"))
-	if msg, ok := usererr.Message(err); ok {
-		badRequest(w, r, msg)
-		return
-	}
-	if err != nil {
-		storeError(w, r, err)
+	if refused(w, r, err) {
 		return
 	}
 	redirect(w, r, fmt.Sprintf("/kb/%d", kb.ID))
@@ -183,6 +178,21 @@ func (h *kbs) delete(w http.ResponseWriter, r *http.Request) {
 	}
 	h.shell.sessions.Put(r.Context(), sessionFlash, msg)
 	redirect(w, r, "/kb")
+}
+
+// refused answers a request whose call returned err: a refusal's message
+// for the user as a 400, any other error through storeError. It reports
+// whether there was an error.
+func refused(w http.ResponseWriter, r *http.Request, err error) bool {
+	if msg, ok := usererr.Message(err); ok {
+		badRequest(w, r, msg)
+		return true
+	}
+	if err != nil {
+		storeError(w, r, err)
+		return true
+	}
+	return false
 }
 
 // source serves GET /m/{id}/sources/{n}: one passage an answer was given,

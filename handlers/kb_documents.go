@@ -41,14 +41,14 @@ func (h *kbs) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var added int
-	var refused []string
+	var notAdded []string
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			refused = append(refused, "the rest of the upload: "+unreadUpload(err))
+			notAdded = append(notAdded, "the rest of the upload: "+unreadUpload(err))
 			break
 		}
 		if part.FormName() != "files" || part.FileName() == "" {
@@ -56,7 +56,7 @@ func (h *kbs) upload(w http.ResponseWriter, r *http.Request) {
 		}
 		err = h.rag.AddFile(r.Context(), u.ID, kb, part.FileName(), part, h.maxBytes)
 		if msg, ok := usererr.Message(err); ok {
-			refused = append(refused, msg)
+			notAdded = append(notAdded, msg)
 		} else if err != nil {
 			storeError(w, r, err)
 			return
@@ -65,8 +65,8 @@ func (h *kbs) upload(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	msg := fmt.Sprintf("%d file(s) added; they are being read and indexed.", added)
-	if len(refused) > 0 {
-		msg += " Not added: " + strings.Join(refused, "; ") + "."
+	if len(notAdded) > 0 {
+		msg += " Not added: " + strings.Join(notAdded, "; ") + "."
 	}
 	h.shell.sessions.Put(r.Context(), sessionFlash, msg)
 	redirect(w, r, fmt.Sprintf("/kb/%d", kb.ID))

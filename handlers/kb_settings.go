@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"weft/internal/usererr"
 	"weft/rag"
 )
 
@@ -19,12 +18,7 @@ func (h *kbs) settings(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	err := h.rag.UpdateSettings(r.Context(), u.ID, kb, rag.Settings{ChunkSize: f.Get("chunk_size"),
 		ChunkOverlap: f.Get("chunk_overlap"), TopK: f.Get("top_k"), MinSimilarity: f.Get("min_similarity")})
-	if msg, ok := usererr.Message(err); ok {
-		badRequest(w, r, msg)
-		return
-	}
-	if err != nil {
-		storeError(w, r, err)
+	if refused(w, r, err) {
 		return
 	}
 	h.shell.sessions.Put(r.Context(), sessionFlash, "Settings saved.")
@@ -42,12 +36,7 @@ func (h *kbs) model(w http.ResponseWriter, r *http.Request) {
 	}
 	model := r.PostForm.Get("embed_model")
 	started, err := h.rag.ChangeModel(r.Context(), u.ID, kb, model)
-	if msg, ok := usererr.Message(err); ok {
-		badRequest(w, r, msg)
-		return
-	}
-	if err != nil {
-		storeError(w, r, err)
+	if refused(w, r, err) {
 		return
 	}
 	if started {
