@@ -57,14 +57,22 @@ func TestDeletingAThreadCancelsItsAnswerAtTheModelAndItsQueuedRunNeverStarts(t *
 	}
 }
 
-func TestDeletingAThreadOnAnotherInstanceCancelsTheAnswerWhereItRuns(t *testing.T) {
-	t.Parallel()
+// answeringOnA has instance A stream a long answer (a few chunks in) and
+// returns a runtime of instance B on the same database.
+func answeringOnA(t *testing.T) (*env, *chat.Runtime, db.Sent) {
+	t.Helper()
 	e := newEnv(t, chat.Config{Instance: "A", FlushEvery: 50 * time.Millisecond})
 	other := e.runtime(chat.Config{Instance: "B"})
 	sent := e.send(0, "[[slow:20ms]][[tokens:1000]]")
 	if err := e.fake.WaitChunks(context.Background(), 0, 3); err != nil {
 		t.Fatal(err)
 	}
+	return e, other, sent
+}
+
+func TestDeletingAThreadOnAnotherInstanceCancelsTheAnswerWhereItRuns(t *testing.T) {
+	t.Parallel()
+	e, other, sent := answeringOnA(t)
 	if _, err := other.DeleteThread(context.Background(), e.user.ID, sent.Thread.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +81,7 @@ func TestDeletingAThreadOnAnotherInstanceCancelsTheAnswerWhereItRuns(t *testing.
 
 func TestDeletingAMessageOnAnotherInstanceCancelsTheAnswerBelowItWhereItRuns(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, chat.Config{Instance: "A", FlushEvery: 50 * time.Millisecond})
-	other := e.runtime(chat.Config{Instance: "B"})
-	sent := e.send(0, "[[slow:20ms]][[tokens:1000]]")
-	if err := e.fake.WaitChunks(context.Background(), 0, 3); err != nil {
-		t.Fatal(err)
-	}
+	e, other, sent := answeringOnA(t)
 	// The run's row goes with the subtree; instance A learns it at its
 	// next flush.
 	if _, err := other.DeleteMessage(context.Background(), e.user.ID, sent.User.ID); err != nil {

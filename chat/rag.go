@@ -108,7 +108,7 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 			return nil, nil, "", ctx.Err()
 		}
 		if msg, ok := usererr.Message(err); ok {
-			return nil, nil, "", usererr.Wrap(err, capitalize(msg))
+			return nil, nil, "", usererr.Wrap(err, usererr.Capitalize(msg))
 		}
 		slog.Error("knowledge base search", "run", r.ID, "err", err)
 		return nil, nil, "", usererr.Wrap(err, "The knowledge base could not be searched; the server log has the details. Retry in a moment.")
@@ -120,11 +120,4 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 		return nil, nil, "", err
 	}
 	return kbs, sources, "", nil
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

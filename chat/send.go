@@ -64,12 +64,6 @@ func refused(cause error, msg string) error {
 // defaultUserMaxBytes is Config.UserMaxBytes when unset (1 GiB).
 const defaultUserMaxBytes = 1 << 30
 
-// StorageLimitMessage says why a file of a user storing at most max bytes
-// was not stored.
-func StorageLimitMessage(max int64) string {
-	return fmt.Sprintf("your files on this server would go over your storage limit of %s. Delete threads with files you no longer need, or documents from your knowledge bases, to make room.", media.ReadableSize(max))
-}
-
 // Send validates a user message, checks what it carries, stores its files
 // and commits it with the assistant message and the queued run that will
 // answer it, then starts the run if the thread and the user have room.
@@ -243,7 +237,7 @@ func (rt *Runtime) checkRoom(ctx context.Context, user int64, files []media.Prep
 		max = defaultUserMaxBytes
 	}
 	if used > max {
-		return refused(nil, "Message not sent: "+StorageLimitMessage(max))
+		return refused(nil, "Message not sent: "+db.StorageLimitMessage(max))
 	}
 	return nil
 }

@@ -3,13 +3,23 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"weft/internal/usererr"
 )
 
 // ErrStorageLimit is returned when storing would take a user over their
 // storage limit.
 var ErrStorageLimit = errors.New("db: storage limit reached")
+
+// StorageLimitMessage is what the user is told when ErrStorageLimit refused
+// a file, with their limit of max bytes. Attachments and knowledge-base
+// documents share the one quota, so both refusals say the same.
+func StorageLimitMessage(max int64) string {
+	return fmt.Sprintf("your files on this server would go over your storage limit of %s. Delete threads with files you no longer need, or documents from your knowledge bases, to make room.", usererr.Size(max))
+}
 
 // storedBytesSQL is what a user stores: each distinct attachment file once
 // (a file sent again, or carried over to an edited message, is stored

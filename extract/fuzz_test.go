@@ -6,6 +6,7 @@ import (
 	"runtime/metrics"
 	"testing"
 	"time"
+	"weft/internal/hostile"
 )
 
 // The fuzz targets run the readers in process under a guard: each input
@@ -124,10 +125,10 @@ func FuzzDetect(f *testing.F) {
 }
 
 func FuzzThumbnail(f *testing.F) {
-	f.Add(pngOf(f, 40, 20))
-	f.Add(jpegOf(f, 20, 40))
-	f.Add(gifOf(f, 16, 16))
-	f.Add(webp1x1(f))
+	f.Add(hostile.PNGOf(40, 20))
+	f.Add(hostile.JPEGOf(20, 40))
+	f.Add(hostile.GIFOf(16, 16))
+	f.Add(hostile.WebP1x1())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		guard(t, func() {
 			out, err := ThumbnailInProcess(data, 64)
@@ -157,7 +158,7 @@ func FuzzJailReadPDF(f *testing.F) {
 
 // FuzzJailThumbnail sends images through the jail.
 func FuzzJailThumbnail(f *testing.F) {
-	f.Add(pngOf(f, 40, 20))
+	f.Add(hostile.PNGOf(40, 20))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out, err := fuzzJail.Thumbnail(context.Background(), data, 64)
 		var re *ReadError

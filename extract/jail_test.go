@@ -225,7 +225,7 @@ func TestTheJailReadsWhatTheReadersRead(t *testing.T) {
 	if _, err := j.Read(context.Background(), "xlsx", []byte("x"), Limits{}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("an unknown format = %v", err)
 	}
-	thumb, err := j.Thumbnail(context.Background(), pngOf(t, 600, 300), 100)
+	thumb, err := j.Thumbnail(context.Background(), hostile.PNGOf(600, 300), 100)
 	if err != nil || len(thumb) < 8 || string(thumb[1:4]) != "PNG" {
 		t.Errorf("Thumbnail = %d bytes, %v", len(thumb), err)
 	}

@@ -11,7 +11,7 @@ import (
 func TestDetect(t *testing.T) {
 	pdf := twoPagePDF()
 	docx := docxFile(t, para("", "hi"))
-	xlsx := zipFiles(t, "_rels/.rels", `<Relationships><Relationship Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>`,
+	xlsx := hostile.Zip("_rels/.rels", `<Relationships><Relationship Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>`,
 		"xl/workbook.xml", "<workbook/>")
 	tests := []struct {
 		name, file string
@@ -44,8 +44,8 @@ func TestDetect(t *testing.T) {
 		{"an ELF executable is refused", "tool", []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00"), ""},
 		{"a Windows executable is refused", "setup.exe", []byte("MZ\x90\x00\x03\x00\x00\x00\x04\x00"), ""},
 		{"random binary is refused", "blob.txt", []byte(strings.Repeat("\x00\x01\x02\x03\xfe\xff", 100)), ""},
-		{"a ZIP that is not a Word document is refused", "archive.zip", zipFiles(t, "a.txt", "hi"), ""},
-		{"a .docx without a document inside is refused", "broken.docx", zipFiles(t, "word/styles.xml", "<x/>"), ""},
+		{"a ZIP that is not a Word document is refused", "archive.zip", hostile.Zip("a.txt", "hi"), ""},
+		{"a .docx without a document inside is refused", "broken.docx", hostile.Zip("word/styles.xml", "<x/>"), ""},
 		{"a spreadsheet is refused", "sheet.xlsx", xlsx, ""},
 	}
 	for _, tt := range tests {

@@ -1,35 +1,14 @@
 package extract
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"strings"
 	"testing"
+	"weft/internal/hostile"
 )
 
 const wordNS = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" ` +
 	`xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"`
-
-// zipFiles builds a ZIP archive in memory; names keep their order.
-func zipFiles(t testing.TB, files ...string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	w := zip.NewWriter(&b)
-	for i := 0; i+1 < len(files); i += 2 {
-		f, err := w.Create(files[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Write([]byte(files[i+1])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
 
 // docxFile is a minimal Word document whose body is the given XML; extra
 // files (name, content pairs) are added to the archive.
@@ -40,7 +19,7 @@ func docxFile(t testing.TB, body string, extra ...string) []byte {
 			`<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`,
 		"word/document.xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document ` + wordNS + `><w:body>` + body + `</w:body></w:document>`,
 	}
-	return zipFiles(t, append(files, extra...)...)
+	return hostile.Zip(append(files, extra...)...)
 }
 
 // para is a w:p with an optional style and runs of text.
@@ -101,7 +80,7 @@ func TestReadDOCX(t *testing.T) {
 			docxFile(t, `<w:p><w:pPr><w:numPr><w:ilvl w:val="0"/></w:numPr></w:pPr><w:r><w:t>item</w:t></w:r></w:p>`),
 			[]Block{{Text: "- item"}}},
 		{"the main part named in _rels/.rels is read",
-			zipFiles(t, "_rels/.rels", `<Relationships><Relationship Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="/word/document2.xml"/></Relationships>`,
+			hostile.Zip("_rels/.rels", `<Relationships><Relationship Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="/word/document2.xml"/></Relationships>`,
 				"word/document2.xml", `<w:document `+wordNS+`><w:body>`+para("", "Second")+`</w:body></w:document>`),
 			[]Block{{Text: "Second"}}},
 	}
@@ -124,7 +103,7 @@ func TestReadDOCXRefusesHostileFilesClearly(t *testing.T) {
 	}{
 		{"a zip bomb in document.xml", bomb, Limits{MaxUnzipped: 256 << 10}, "expands to more than 256 KB", true},
 		{"a zip bomb in styles.xml", stylesBomb, Limits{MaxUnzipped: 256 << 10}, "expands to more than 256 KB", true},
-		{"a zip without a Word document", zipFiles(t, "readme.txt", "hi"), Limits{}, "not a Word document", false},
+		{"a zip without a Word document", hostile.Zip("readme.txt", "hi"), Limits{}, "not a Word document", false},
 		{"a truncated zip", valid[:len(valid)/2], Limits{}, "not a readable ZIP archive", false},
 		{"broken XML", docxFile(t, "<w:p><w:r><w:t>open</w:r>"), Limits{}, "text cannot be read", false},
 		{"not a zip at all", []byte("plain text"), Limits{}, "not a readable ZIP archive", false},

@@ -30,7 +30,7 @@ func mdParts(src []byte) [][]byte {
 			if b[0] > start {
 				out = append(out, src[start:b[0]])
 			}
-			out = append(out, cutBlock(src[b[0]:b[1]])...)
+			out = append(out, CutMarkdownBlock(src[b[0]:b[1]], MarkdownCut{Part: mdPart, Fences: true})...)
 			start = b[1]
 			continue
 		}
@@ -92,35 +92,57 @@ func fenceMarker(line []byte) []byte {
 
 var tableDelimiter = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
 
-// cutBlock cuts one long block at line ends (and a line longer than mdPart
-// anywhere) into parts of about mdPart bytes.
-func cutBlock(block []byte) [][]byte {
+// MarkdownCut says how CutMarkdownBlock cuts: the reader here and the
+// renderer in views cut the same way, with their own sizes.
+type MarkdownCut struct {
+	Part int // the most bytes of a part, besides a repeated header
+	// Fences repeats a fenced block's opening fence at the start of every
+	// part and closes it at the end (the renderer keeps fenced code whole
+	// instead, and never hands it here).
+	Fences bool
+	// AtSpace cuts a line longer than Part at its last space in the part's
+	// second half, when there is one, rather than anywhere.
+	AtSpace bool
+}
+
+// CutMarkdownBlock cuts one long block of Markdown at line ends (and a line
+// longer than c.Part at a space or anywhere outside a UTF-8 sequence) into
+// parts of at most c.Part bytes, each ending with a line end. A table's
+// header rows (and with c.Fences a code block's fences) are repeated in
+// every part when they take at most half a part.
+func CutMarkdownBlock(block []byte, c MarkdownCut) [][]byte {
 	lines := bytes.SplitAfter(block, []byte("\n"))
 	var head, tail []byte // repeated at the start and end of parts
 	switch {
-	case fenceMarker(bytes.TrimLeft(lines[0], " ")) != nil:
+	case c.Fences && fenceMarker(bytes.TrimLeft(lines[0], " ")) != nil && len(lines[0]) <= c.Part/2:
 		head = lines[0]
 		tail = append(append([]byte("\n"), fenceMarker(bytes.TrimLeft(lines[0], " "))...), '\n')
 		lines = lines[1:]
-	case len(lines) > 2 && bytes.Contains(lines[0], []byte("|")) && tableDelimiter.Match(bytes.TrimRight(lines[1], "\r\n")):
+	case len(lines) > 2 && bytes.Contains(lines[0], []byte("|")) && len(lines[0])+len(lines[1]) <= c.Part/2 &&
+		tableDelimiter.Match(bytes.TrimRight(lines[1], "\r\n")):
 		head = append(append([]byte(nil), lines[0]...), lines[1]...)
 		lines = lines[2:]
-	}
-	if len(head) > mdPart/2 {
-		head, tail = nil, nil
 	}
 	var out [][]byte
 	var part []byte
 	flush := func() {
 		if len(part) > 0 {
-			out = append(out, append(append(append([]byte(nil), head...), part...), tail...))
+			p := make([]byte, 0, len(head)+len(part)+len(tail)+1)
+			p = append(append(append(p, head...), part...), tail...)
+			if p[len(p)-1] != '\n' {
+				p = append(p, '\n')
+			}
+			out = append(out, p)
 		}
 		part = nil
 	}
 	for _, line := range lines {
-		for len(line) > mdPart {
+		for len(line) > c.Part {
 			flush()
-			cut := mdPart
+			cut := c.Part
+			if sp := bytes.LastIndexByte(line[c.Part/2:c.Part], ' '); c.AtSpace && sp >= 0 {
+				cut = c.Part/2 + sp + 1
+			}
 			for cut > 0 && line[cut]&0xc0 == 0x80 { // not inside a UTF-8 sequence
 				cut--
 			}
@@ -128,7 +150,7 @@ func cutBlock(block []byte) [][]byte {
 			flush()
 			line = line[cut:]
 		}
-		if len(part)+len(line) > mdPart {
+		if len(part)+len(line) > c.Part {
 			flush()
 		}
 		part = append(part, line...)

@@ -9,34 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"weft/internal/hostile"
 
 	"github.com/ledongthuc/pdf"
 )
-
-// pdfFile assembles a PDF from its objects, numbered from 1 (object 1 is
-// the catalog), writing the cross-reference table with the right offsets.
-// trailer adds entries to the trailer dictionary.
-func pdfFile(trailer string, objs ...string) []byte {
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R %s >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, trailer, xref)
-	return b.Bytes()
-}
-
-// pdfStream is a stream object holding content.
-func pdfStream(dict, content string) string {
-	return fmt.Sprintf("<< %s /Length %d >>\nstream\n%s\nendstream", dict, len(content), content)
-}
 
 // pdfDeflated is a FlateDecode stream object holding content.
 func pdfDeflated(content string) string {
@@ -44,52 +20,35 @@ func pdfDeflated(content string) string {
 	w := zlib.NewWriter(&z)
 	w.Write([]byte(content))
 	w.Close()
-	return pdfStream("/Filter /FlateDecode", z.String())
-}
-
-// pdfPagesFile is a PDF with one page per content stream, all using
-// Helvetica as /F1 through resources inherited from the page tree.
-// Objects: 1 catalog, 2 page tree, 3 font, then page and content pairs.
-func pdfPagesFile(contents ...string) []byte {
-	objs := []string{"<< /Type /Catalog /Pages 2 0 R >>", "", "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"}
-	var kids []string
-	for i, c := range contents {
-		page, content := 4+2*i, 5+2*i
-		kids = append(kids, fmt.Sprintf("%d 0 R", page))
-		objs = append(objs,
-			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R >>", content),
-			pdfStream("", c))
-	}
-	objs[1] = fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d /Resources << /Font << /F1 3 0 R >> >> >>", strings.Join(kids, " "), len(contents))
-	return pdfFile("", objs...)
+	return hostile.PDFStream("/Filter /FlateDecode", z.String())
 }
 
 func twoPagePDF() []byte {
-	return pdfPagesFile(
+	return hostile.PDFPages(
 		"BT /F1 12 Tf 72 700 Td (Hello page one) Tj 0 -14 Td (Second line) Tj ET",
 		"BT /F1 12 Tf 72 700 Td (Page two) Tj ET",
 	)
 }
 
 func TestReadPDF(t *testing.T) {
-	formDoc := pdfFile("",
+	formDoc := hostile.PDFWithTrailer("",
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /Resources << /XObject << /X1 5 0 R >> >> /Contents 4 0 R >>",
-		pdfStream("", "q 1 0 0 1 0 0 cm /X1 Do Q"),
-		pdfStream("/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 6 0 R >> >>", "BT /F1 12 Tf 72 700 Td (Inside a form) Tj ET"),
+		hostile.PDFStream("", "q 1 0 0 1 0 0 cm /X1 Do Q"),
+		hostile.PDFStream("/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 6 0 R >> >>", "BT /F1 12 Tf 72 700 Td (Inside a form) Tj ET"),
 		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
 	)
-	selfDrawingForm := pdfFile("",
+	selfDrawingForm := hostile.PDFWithTrailer("",
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /Resources << /XObject << /X1 5 0 R >> >> /Contents 4 0 R >>",
-		pdfStream("", "/X1 Do"),
-		pdfStream("/Type /XObject /Subtype /Form /BBox [0 0 1 1] /Resources << /XObject << /X1 5 0 R >> /Font << /F1 6 0 R >> >>",
+		hostile.PDFStream("", "/X1 Do"),
+		hostile.PDFStream("/Type /XObject /Subtype /Form /BBox [0 0 1 1] /Resources << /XObject << /X1 5 0 R >> /Font << /F1 6 0 R >> >>",
 			"1 0 0 1 0 -15 cm BT /F1 12 Tf 72 700 Td (again) Tj ET /X1 Do"),
 		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
 	)
-	compressed := pdfFile("",
+	compressed := hostile.PDFWithTrailer("",
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
@@ -100,22 +59,22 @@ func TestReadPDF(t *testing.T) {
 		"1 begincodespacerange <0000> <FFFF> endcodespacerange\n" +
 		"4 beginbfchar <0001> <0048> <0002> <0069> <0003> <0020> <0004> <4E16> endbfchar\n" +
 		"endcmap CMapName currentdict /CMap defineresource pop end end"
-	cidFont := pdfFile("",
+	cidFont := hostile.PDFWithTrailer("",
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
 		// With the W widths "Hi" is 13.2 wide, so a move of 20 leaves a gap;
 		// with the default widths it would be 24 and overlap.
-		pdfStream("", "BT /F1 12 Tf 72 700 Td <00010002> Tj 20 0 Td <0001> Tj <0003> Tj <0004> Tj ET"),
+		hostile.PDFStream("", "BT /F1 12 Tf 72 700 Td <00010002> Tj 20 0 Td <0001> Tj <0003> Tj <0004> Tj ET"),
 		"<< /Type /Font /Subtype /Type0 /BaseFont /Foo /Encoding /Identity-H /DescendantFonts [7 0 R] /ToUnicode 6 0 R >>",
-		pdfStream("", cmap),
+		hostile.PDFStream("", cmap),
 		"<< /Type /Font /Subtype /CIDFontType2 /BaseFont /Foo /DW 1000 /W [1 [500 600] 3 4 250] >>",
 	)
-	ligature := pdfFile("",
+	ligature := hostile.PDFWithTrailer("",
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
-		pdfStream("", "BT /F1 12 Tf 72 700 Td (speciAcation) Tj ET"),
+		hostile.PDFStream("", "BT /F1 12 Tf 72 700 Td (speciAcation) Tj ET"),
 		"<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding << /Differences [65 /fi] >> >>",
 	)
 	pdf20 := bytes.Replace(twoPagePDF(), []byte("%PDF-1.4"), []byte("%PDF-2.0"), 1)
@@ -127,15 +86,15 @@ func TestReadPDF(t *testing.T) {
 		{"two pages give one block each, with line breaks from text positioning", twoPagePDF(),
 			[]Block{{Text: "Hello page one\nSecond line", Page: 1}, {Text: "Page two", Page: 2}}},
 		{"a wide kerning gap in TJ becomes a space and a small one does not",
-			pdfPagesFile("BT /F1 12 Tf 72 700 Td [(Hel) -20 (lo) -400 (World)] TJ ET"),
+			hostile.PDFPages("BT /F1 12 Tf 72 700 Td [(Hel) -20 (lo) -400 (World)] TJ ET"),
 			[]Block{{Text: "Hello World", Page: 1}}},
 		{"a move along the line becomes a space and a big drop a paragraph break",
-			pdfPagesFile("BT /F1 12 Tf 72 700 Td (Left) Tj 200 0 Td (right) Tj 0 -14 Td (next) Tj 0 -40 Td (para) Tj ET"),
+			hostile.PDFPages("BT /F1 12 Tf 72 700 Td (Left) Tj 200 0 Td (right) Tj 0 -14 Td (next) Tj 0 -40 Td (para) Tj ET"),
 			[]Block{{Text: "Left right\nnext\n\npara", Page: 1}}},
 		{"T* and ' move to the next line by the leading",
-			pdfPagesFile("BT /F1 10 Tf 14 TL 72 700 Td (one) Tj T* (two) Tj (three) ' ET"),
+			hostile.PDFPages("BT /F1 10 Tf 14 TL 72 700 Td (one) Tj T* (two) Tj (three) ' ET"),
 			[]Block{{Text: "one\ntwo\nthree", Page: 1}}},
-		{"a page without text is left out", pdfPagesFile("BT /F1 12 Tf 72 700 Td (Only) Tj ET", "0 0 m 10 10 l S"),
+		{"a page without text is left out", hostile.PDFPages("BT /F1 12 Tf 72 700 Td (Only) Tj ET", "0 0 m 10 10 l S"),
 			[]Block{{Text: "Only", Page: 1}}},
 		{"text drawn by a form XObject is read", formDoc, []Block{{Text: "Inside a form", Page: 1}}},
 		{"a form that draws itself stops after a few levels", selfDrawingForm,
@@ -144,7 +103,7 @@ func TestReadPDF(t *testing.T) {
 			[]Block{{Text: "Hi H 世", Page: 1}}},
 		{"a ligature is spelled out", ligature, []Block{{Text: "specification", Page: 1}}},
 		{"text drawn twice on the same spot (a fake bold) is read once",
-			pdfPagesFile("BT /F1 12 Tf 72 700 Td (Bold) Tj 30 0 Td (face) Tj ET BT /F1 12 Tf 72.5 700 Td (Bold) Tj 30 0 Td (face) Tj ET"),
+			hostile.PDFPages("BT /F1 12 Tf 72 700 Td (Bold) Tj 30 0 Td (face) Tj ET BT /F1 12 Tf 72.5 700 Td (Bold) Tj 30 0 Td (face) Tj ET"),
 			[]Block{{Text: "Bold face", Page: 1}}},
 		{"a FlateDecode content stream is read", compressed, []Block{{Text: "Deflated text", Page: 1}}},
 		{"a PDF 2.0 header is accepted", pdf20,
@@ -154,7 +113,7 @@ func TestReadPDF(t *testing.T) {
 		{"binary junk before the header is skipped", append([]byte("\x00\x05junk\x00\x00"), twoPagePDF()...),
 			[]Block{{Text: "Hello page one\nSecond line", Page: 1}, {Text: "Page two", Page: 2}}},
 		{"a page whose content breaks part-way keeps the text before the break",
-			pdfPagesFile("BT /F1 12 Tf 72 700 Td (Kept) Tj ET 1 begin BT (Lost) Tj ET", "BT /F1 12 Tf 72 700 Td (Fine) Tj ET"),
+			hostile.PDFPages("BT /F1 12 Tf 72 700 Td (Kept) Tj ET 1 begin BT (Lost) Tj ET", "BT /F1 12 Tf 72 700 Td (Fine) Tj ET"),
 			[]Block{{Text: "Kept", Page: 1}, {Text: "Fine", Page: 2}}},
 	}
 	for _, tt := range tests {
@@ -170,7 +129,7 @@ func TestReadPDF(t *testing.T) {
 
 func TestReadPDFRefusesHostileFilesClearly(t *testing.T) {
 	valid := twoPagePDF()
-	cyclicTree := pdfFile("",
+	cyclicTree := hostile.PDFWithTrailer("",
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [2 0 R 2 0 R] /Count 1 >>",
 	)
@@ -180,11 +139,11 @@ func TestReadPDFRefusesHostileFilesClearly(t *testing.T) {
 		branching = append(branching, fmt.Sprintf("<< /Type /Pages /Kids [%d 0 R %d 0 R] /Count 1 >>", k+1, k+1))
 	}
 	branching = append(branching, "<< /Type /Other >>")
-	lyingCount := bytes.Replace(pdfPagesFile("BT (a) Tj ET", "BT (b) Tj ET", "BT (c) Tj ET"), []byte("/Count 3"), []byte("/Count 1"), 1)
-	badPassword := pdfFile(fmt.Sprintf("/ID [(%s)] /Encrypt << /Filter /Standard /V 1 /R 2 /Length 40 /O (%s) /U (%s) /P 0 >>",
+	lyingCount := bytes.Replace(hostile.PDFPages("BT (a) Tj ET", "BT (b) Tj ET", "BT (c) Tj ET"), []byte("/Count 3"), []byte("/Count 1"), 1)
+	badPassword := hostile.PDFWithTrailer(fmt.Sprintf("/ID [(%s)] /Encrypt << /Filter /Standard /V 1 /R 2 /Length 40 /O (%s) /U (%s) /P 0 >>",
 		strings.Repeat("I", 16), strings.Repeat("O", 32), strings.Repeat("U", 32)), "<< /Type /Catalog >>")
-	aes256 := pdfFile("/ID [(0123456789abcdef)] /Encrypt << /Filter /Standard /V 5 /R 6 /Length 256 >>", "<< /Type /Catalog >>")
-	imageOnly := pdfPagesFile("q 100 0 0 100 0 0 cm 0 0 m 1 1 l S Q")
+	aes256 := hostile.PDFWithTrailer("/ID [(0123456789abcdef)] /Encrypt << /Filter /Standard /V 5 /R 6 /Length 256 >>", "<< /Type /Catalog >>")
+	imageOnly := hostile.PDFPages("q 100 0 0 100 0 0 cm 0 0 m 1 1 l S Q")
 	tests := []struct {
 		name    string
 		data    []byte
@@ -200,7 +159,7 @@ func TestReadPDFRefusesHostileFilesClearly(t *testing.T) {
 		{"more pages than MaxPages", valid, Limits{MaxPages: 1}, "more than 1 pages", true, true},
 		{"a page count that lies", lyingCount, Limits{MaxPages: 2}, "more than 2 pages", true, true},
 		{"a page tree that refers to itself", cyclicTree, Limits{}, "page tree does not end", false, true},
-		{"a page tree that branches exponentially", pdfFile("", branching...), Limits{}, "page tree does not end", false, true},
+		{"a page tree that branches exponentially", hostile.PDFWithTrailer("", branching...), Limits{}, "page tree does not end", false, true},
 		{"a password", badPassword, Limits{}, "protected by a password", false, true},
 		{"an encryption the library lacks", aes256, Limits{}, "encrypted in a way", false, true},
 		{"no text at all", imageOnly, Limits{}, "no text to read", false, true},
@@ -216,11 +175,11 @@ func TestReadPDFRefusesHostileFilesClearly(t *testing.T) {
 
 func TestReadPDFWithACyclicParentEnds(t *testing.T) {
 	// The library's own inheritance lookup loops forever on this.
-	data := pdfFile("",
+	data := hostile.PDFWithTrailer("",
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 /Parent 2 0 R >>",
 		"<< /Type /Page /Parent 2 0 R /Contents 4 0 R >>",
-		pdfStream("", "BT /F1 12 Tf 72 700 Td (Still read) Tj ET"),
+		hostile.PDFStream("", "BT /F1 12 Tf 72 700 Td (Still read) Tj ET"),
 	)
 	done := make(chan struct{})
 	var got []Block
@@ -251,7 +210,7 @@ func TestReadPDFStopsWhenCancelled(t *testing.T) {
 
 func TestReadPDFSkipsAPageWithTooMuchContent(t *testing.T) {
 	huge := "BT /F1 12 Tf 72 700 Td (" + strings.Repeat("x", pdfMaxContent) + ") Tj ET"
-	got, err := ReadInProcess(context.Background(), FormatPDF, pdfPagesFile(huge, "BT /F1 12 Tf 72 700 Td (Small) Tj ET"), Limits{})
+	got, err := ReadInProcess(context.Background(), FormatPDF, hostile.PDFPages(huge, "BT /F1 12 Tf 72 700 Td (Small) Tj ET"), Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

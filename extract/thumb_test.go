@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"image/png"
 	"testing"
+	"weft/internal/hostile"
 )
 
 func TestThumbnailsFitTheirBoxKeepingTheAspect(t *testing.T) {
@@ -16,13 +17,13 @@ func TestThumbnailsFitTheirBoxKeepingTheAspect(t *testing.T) {
 		maxSide int
 		w, h    int
 	}{
-		{"a wide PNG fits the default 256", pngOf(t, 1000, 500), 0, 256, 128},
-		{"a tall JPEG fits the box", jpegOf(t, 300, 900), 120, 40, 120},
-		{"a GIF gives its first frame", gifOf(t, 512, 512), 64, 64, 64},
-		{"a small image keeps its size", pngOf(t, 30, 20), 256, 30, 20},
-		{"a thin image keeps at least a pixel", pngOf(t, 2000, 3), 100, 100, 1},
-		{"a WebP is thumbnailed", webp1x1(t), 0, 1, 1},
-		{"a big image goes through two passes", pngOf(t, 3000, 2000), 100, 100, 67},
+		{"a wide PNG fits the default 256", hostile.PNGOf(1000, 500), 0, 256, 128},
+		{"a tall JPEG fits the box", hostile.JPEGOf(300, 900), 120, 40, 120},
+		{"a GIF gives its first frame", hostile.GIFOf(512, 512), 64, 64, 64},
+		{"a small image keeps its size", hostile.PNGOf(30, 20), 256, 30, 20},
+		{"a thin image keeps at least a pixel", hostile.PNGOf(2000, 3), 100, 100, 1},
+		{"a WebP is thumbnailed", hostile.WebP1x1(), 0, 1, 1},
+		{"a big image goes through two passes", hostile.PNGOf(3000, 2000), 100, 100, 67},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,7 +45,7 @@ func TestThumbnailsFitTheirBoxKeepingTheAspect(t *testing.T) {
 
 func TestThumbnailKeepsTheColoursWhereTheyWere(t *testing.T) {
 	t.Parallel()
-	out, err := ThumbnailInProcess(pngOf(t, 400, 200), 100)
+	out, err := ThumbnailInProcess(hostile.PNGOf(400, 200), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestThumbnailTurnsAJPEGTheWayItsEXIFSays(t *testing.T) {
 	t.Parallel()
 	// Stored 200 × 100, red left, blue right; orientation 6 means "turn a
 	// quarter clockwise to show": 50 × 100 shown, red on top.
-	data := jpegWithOrientation(t, jpegOf(t, 200, 100), 6)
+	data := hostile.JPEGWithOrientation(hostile.JPEGOf(200, 100), 6)
 	out, err := ThumbnailInProcess(data, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -78,9 +79,9 @@ func TestThumbnailTurnsAJPEGTheWayItsEXIFSays(t *testing.T) {
 func TestThumbnailRefusesWhatSniffRefuses(t *testing.T) {
 	t.Parallel()
 	for name, data := range map[string][]byte{
-		"a bomb header":                        pngHeader(100_000, 100_000),
+		"a bomb header":                        hostile.PNGHeader(100_000, 100_000),
 		"garbage":                              append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 100)...),
-		"a truncated PNG whose header is fine": pngOf(t, 64, 64)[:60],
+		"a truncated PNG whose header is fine": hostile.PNGOf(64, 64)[:60],
 		"a document":                           []byte("hello"),
 		"an SVG":                               []byte("<svg/>"),
 	} {

@@ -237,7 +237,7 @@ func (h *threads) cmdCompact(w http.ResponseWriter, r *http.Request, u db.User, 
 	m, err := h.rt.Compact(r.Context(), u.ID, t.ID)
 	switch {
 	case errors.Is(err, chat.ErrNothingToCompact), errors.Is(err, chat.ErrCompactionOff), errors.Is(err, chat.ErrCompactionFailed):
-		h.refuse(w, r, in, capitalize(usererr.Or(err, "the summary could not be written"))+".")
+		h.refuse(w, r, in, usererr.Capitalize(usererr.Or(err, "the summary could not be written"))+".")
 		return
 	case errors.Is(err, chat.ErrNoModel):
 		h.refuse(w, r, in, "No model is chosen for this thread. Pick one first (/model NAME).")
@@ -325,11 +325,4 @@ func percentOf(n, of int) int {
 		return 0
 	}
 	return n * 100 / of
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -2,7 +2,6 @@ package handlers_test
 
 import (
 	"bytes"
-	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -12,6 +11,7 @@ import (
 	"sort"
 	"testing"
 
+	"weft/internal/hostile"
 	"weft/internal/testenv"
 )
 
@@ -33,28 +33,7 @@ func testPNG(t testing.TB, w, h int) []byte {
 
 // testPDF is a one-page PDF whose page says text.
 func testPDF(text string) []byte {
-	objs := []string{
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [4 0 R] /Count 1 /Resources << /Font << /F1 3 0 R >> >> >>",
-		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R >>",
-	}
-	content := "BT /F1 12 Tf 72 700 Td (" + text + ") Tj ET"
-	objs = append(objs, fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
+	return hostile.PDFPages("BT /F1 12 Tf 72 700 Td (" + text + ") Tj ET")
 }
 
 // sendFiles posts the composer with files (name → content) to path.

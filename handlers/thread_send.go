@@ -176,8 +176,6 @@ func composerNotice(w http.ResponseWriter, r *http.Request, status int, c templ.
 	render(w, r, status, c)
 }
 
-// storageLimitMessage says why a file was not stored.
-func storageLimitMessage(max int64) string { return chat.StorageLimitMessage(max) }
 
 // hasFiles reports whether the composer sent files or attached media.
 func hasFiles(r *http.Request) bool {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"weft/internal/hostile"
 )
 
 // imageServer fakes an OpenAI image endpoint that answers with reply (a
@@ -51,7 +52,7 @@ func b64Reply(data []byte) func(string) string {
 
 func TestGenerateReturnsTheImageFromBase64(t *testing.T) {
 	t.Parallel()
-	img := pngOf(t, 64, 48)
+	img := hostile.PNGOf(64, 48)
 	srv := newImageServer(t, http.StatusOK, b64Reply(img), nil)
 	g := &ImageGenerator{URL: srv.URL, APIKey: "sk-img", Model: "dall-e-3", Size: "1024x1024"}
 	data, mime, err := g.Generate(context.Background(), "a red and blue flag")
@@ -74,7 +75,7 @@ func TestGenerateReturnsTheImageFromBase64(t *testing.T) {
 
 func TestGenerateLeavesOutAnEmptyModelAndSize(t *testing.T) {
 	t.Parallel()
-	srv := newImageServer(t, http.StatusOK, b64Reply(jpegOf(t, 8, 8)), nil)
+	srv := newImageServer(t, http.StatusOK, b64Reply(hostile.JPEGOf(8, 8)), nil)
 	_, mime, err := (&ImageGenerator{URL: srv.URL}).Generate(context.Background(), "x")
 	if err != nil || mime != "image/jpeg" {
 		t.Fatalf("Generate = %s, %v", mime, err)
@@ -92,7 +93,7 @@ func TestGenerateLeavesOutAnEmptyModelAndSize(t *testing.T) {
 
 func TestGenerateFetchesAnImageGivenByURL(t *testing.T) {
 	t.Parallel()
-	img := gifOf(t, 10, 10)
+	img := hostile.GIFOf(10, 10)
 	srv := newImageServer(t, http.StatusOK, func(base string) string {
 		return `{"data":[{"url":"` + base + `/files/pic"}]}`
 	}, img)
@@ -110,7 +111,7 @@ func TestGenerateFetchesAnImageGivenByURL(t *testing.T) {
 
 func TestGenerateNeverSendsTheKeyToAnotherOrigin(t *testing.T) {
 	t.Parallel()
-	img := pngOf(t, 4, 4)
+	img := hostile.PNGOf(4, 4)
 	var gotAuth string
 	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotAuth = r.Header.Get("Authorization")
@@ -128,7 +129,7 @@ func TestGenerateNeverSendsTheKeyToAnotherOrigin(t *testing.T) {
 
 func TestGenerateDecodesADataURL(t *testing.T) {
 	t.Parallel()
-	img := pngOf(t, 3, 3)
+	img := hostile.PNGOf(3, 3)
 	srv := newImageServer(t, http.StatusOK, func(string) string {
 		return `{"data":[{"url":"data:image/png;base64,` + base64.StdEncoding.EncodeToString(img) + `"}]}`
 	}, nil)
@@ -143,9 +144,9 @@ func TestGenerateRefusesWhatIsNotARasterImage(t *testing.T) {
 	tests := map[string][]byte{
 		"HTML":                 []byte("<!doctype html><html><script>alert(1)</script></html>"),
 		"SVG":                  []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`),
-		"a bomb header":        pngHeader(100_000, 100_000),
+		"a bomb header":        hostile.PNGHeader(100_000, 100_000),
 		"a broken PNG":         append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 32)...),
-		"a PDF":                pdfOf("BT (x) Tj ET"),
+		"a PDF":                hostile.PDFPages("BT (x) Tj ET"),
 		"plain words in image": []byte("sorry, no image"),
 	}
 	for name, reply := range tests {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -167,13 +166,6 @@ func describe(err error) string {
 		return "Generating took too long and was stopped."
 	}
 	return usererr.Or(err, "Generating failed on the server.")
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 type collectWorker struct {

@@ -13,10 +13,10 @@ package media
 import (
 	"errors"
 	"fmt"
-	"path"
-	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"weft/extract"
+	"weft/internal/usererr"
 )
 
 // ErrRefused is wrapped by every refusal of a file. The refusal's own
@@ -59,20 +59,11 @@ func refuse(cause error, format string, args ...any) error {
 	return &refusal{msg: fmt.Sprintf(format, args...), cause: cause}
 }
 
-// displayName is a file name fit for a message: its last path element,
-// without control characters, at most 80 characters.
+// displayName is a file name fit for a message: extract.CleanFileName's
+// label, shortened in the middle to at most 80 characters so that both
+// the start and the extension stay readable.
 func displayName(name string) string {
-	name = path.Base(strings.ReplaceAll(name, `\`, "/"))
-	name = strings.Map(func(r rune) rune {
-		if r == utf8.RuneError || unicode.IsControl(r) || r == '\u202e' || r == '\u202d' {
-			return -1
-		}
-		return r
-	}, name)
-	name = strings.TrimSpace(name)
-	if name == "" || name == "." || name == "/" {
-		return "the file"
-	}
+	name = extract.CleanFileName(name, "the file")
 	if utf8.RuneCountInString(name) > 80 {
 		r := []rune(name)
 		name = string(r[:40]) + "…" + string(r[len(r)-39:])
@@ -80,36 +71,10 @@ func displayName(name string) string {
 	return name
 }
 
-// ReadableSize formats n bytes for people (see readableSize).
-func ReadableSize(n int64) string { return readableSize(n) }
+// ReadableSize formats n bytes for people (see usererr.Size).
+func ReadableSize(n int64) string { return usererr.Size(n) }
 
-// readableSize formats n bytes in KB, MB or GB (of 1024), with at most one
-// decimal rounded up, so that a file just over a limit never reads as
-// equal to it: 9.1 MB, 8 MB, 512 KB, 900 bytes, 1 GB.
-func readableSize(n int64) string {
-	const kb, mb, gb = 1 << 10, 1 << 20, 1 << 30
-	switch {
-	case n >= gb:
-		return tenths(n, gb) + " GB"
-	case n < kb:
-		if n == 1 {
-			return "1 byte"
-		}
-		return fmt.Sprintf("%d bytes", n)
-	case n < mb:
-		return tenths(n, kb) + " KB"
-	}
-	return tenths(n, mb) + " MB"
-}
-
-// tenths is n/unit rounded up to one decimal, without a trailing ".0".
-func tenths(n, unit int64) string {
-	t := (n*10 + unit - 1) / unit
-	if t%10 == 0 {
-		return fmt.Sprint(t / 10)
-	}
-	return fmt.Sprintf("%d.%d", t/10, t%10)
-}
+var readableSize = usererr.Size
 
 // thousands formats n as 20,000.
 func thousands(n int) string {

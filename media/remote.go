@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"unicode"
+
+	"weft/internal/usererr"
 )
 
 // remote is one call to a media server with an OpenAI-style API.
@@ -126,7 +128,7 @@ func (e *remoteError) UserMessage() string {
 		return "The media server could not be reached. An admin can check its address on /admin."
 	}
 	// The engine's own words, capped and with the key masked by errorText.
-	return capitalize(fmt.Sprintf("%s answered %s: %s", e.what, e.status, e.text))
+	return usererr.Capitalize(fmt.Sprintf("%s answered %s: %s", e.what, e.status, e.text))
 }
 
 // errorText is the message of an error reply — OpenAI's {"error":

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"weft/db"
+	"weft/extract"
 )
 
 // Store is what the media service needs from the database.
@@ -213,7 +214,7 @@ func (s *Service) Prepare(ctx context.Context, files []Upload) ([]Prepared, erro
 			return nil, err
 		}
 		sum := sha256.Sum256(f.Data)
-		p := Prepared{data: f.Data, Attachment: db.NewAttachment{SHA256: hex.EncodeToString(sum[:]), Name: cleanName(f.Name),
+		p := Prepared{data: f.Data, Attachment: db.NewAttachment{SHA256: hex.EncodeToString(sum[:]), Name: extract.CleanFileName(f.Name, "file"),
 			MIME: sn.MIME, Kind: sn.Kind, Format: sn.Format, Size: int64(len(f.Data)), Width: sn.Width, Height: sn.Height}}
 		a := &p.Attachment
 		switch sn.Kind {
@@ -259,25 +260,6 @@ func (s *Service) put(data []byte) (string, error) {
 		return "", fmt.Errorf("store file: %w", err)
 	}
 	return sha, nil
-}
-
-// cleanName keeps a file name for display only: no directories, no
-// control characters, at most 200 characters.
-func cleanName(name string) string {
-	name = filepath.Base(strings.ReplaceAll(name, `\`, "/"))
-	name = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, name)
-	if r := []rune(name); len(r) > 200 {
-		name = string(r[:200])
-	}
-	if name == "" || name == "." || name == "/" {
-		name = "file"
-	}
-	return name
 }
 
 // ReadAloud queues speech for one of the user's assistant messages.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+	"weft/internal/hostile"
 
 	"weft/extract"
 	"weft/rag"
@@ -26,16 +27,16 @@ func TestSniffTellsWhatAFileIsFromItsContent(t *testing.T) {
 		refused  string // part of the refusal's message, if refused
 		notShown string // what the message must not contain
 	}{
-		{"a PNG is an image with its size", "photo.png", pngOf(t, 40, 30), Sniffed{Kind: KindImage, MIME: "image/png", Width: 40, Height: 30}, "", ""},
-		{"a JPEG is an image", "photo.jpg", jpegOf(t, 8, 16), Sniffed{Kind: KindImage, MIME: "image/jpeg", Width: 8, Height: 16}, "", ""},
-		{"a GIF is an image", "anim.gif", gifOf(t, 5, 5), Sniffed{Kind: KindImage, MIME: "image/gif", Width: 5, Height: 5}, "", ""},
-		{"a WebP is an image", "pic.webp", webp1x1(t), Sniffed{Kind: KindImage, MIME: "image/webp", Width: 1, Height: 1}, "", ""},
-		{"a PNG named .txt is still a PNG", "notes.txt", pngOf(t, 2, 2), Sniffed{Kind: KindImage, MIME: "image/png", Width: 2, Height: 2}, "", ""},
+		{"a PNG is an image with its size", "photo.png", hostile.PNGOf(40, 30), Sniffed{Kind: KindImage, MIME: "image/png", Width: 40, Height: 30}, "", ""},
+		{"a JPEG is an image", "photo.jpg", hostile.JPEGOf(8, 16), Sniffed{Kind: KindImage, MIME: "image/jpeg", Width: 8, Height: 16}, "", ""},
+		{"a GIF is an image", "anim.gif", hostile.GIFOf(5, 5), Sniffed{Kind: KindImage, MIME: "image/gif", Width: 5, Height: 5}, "", ""},
+		{"a WebP is an image", "pic.webp", hostile.WebP1x1(), Sniffed{Kind: KindImage, MIME: "image/webp", Width: 1, Height: 1}, "", ""},
+		{"a PNG named .txt is still a PNG", "notes.txt", hostile.PNGOf(2, 2), Sniffed{Kind: KindImage, MIME: "image/png", Width: 2, Height: 2}, "", ""},
 		{"a GIF with a script after its header is a GIF, served as such with nosniff", "cat.gif", gifHTML, Sniffed{Kind: KindImage, MIME: "image/gif", Width: 1, Height: 1}, "", ""},
 		{"an HTML page named photo.png is an HTML document, never an image", "photo.png",
 			[]byte("<!DOCTYPE html><html><body><script>alert(1)</script><p>Hi</p></body></html>"),
 			Sniffed{Kind: KindDocument, MIME: "text/html", Format: rag.FormatHTML}, "", ""},
-		{"a PDF is a document", "paper.pdf", pdfOf("BT /F1 12 Tf 72 700 Td (Hello) Tj ET"), Sniffed{Kind: KindDocument, MIME: "application/pdf", Format: rag.FormatPDF}, "", ""},
+		{"a PDF is a document", "paper.pdf", hostile.PDFPages("BT /F1 12 Tf 72 700 Td (Hello) Tj ET"), Sniffed{Kind: KindDocument, MIME: "application/pdf", Format: rag.FormatPDF}, "", ""},
 		{"a Word file is a document", "letter.docx", docxOf(t, "<w:p><w:r><w:t>Dear</w:t></w:r></w:p>"),
 			Sniffed{Kind: KindDocument, MIME: "application/vnd.openxmlformats-officedocument.wordprocessingml.document", Format: rag.FormatDOCX}, "", ""},
 		{"Markdown is told by its extension", "notes.md", []byte("# Notes\n\nSome *text*."), Sniffed{Kind: KindDocument, MIME: "text/markdown", Format: rag.FormatMarkdown}, "", ""},
@@ -51,12 +52,12 @@ func TestSniffTellsWhatAFileIsFromItsContent(t *testing.T) {
 		{"an SVG in UTF-16 is refused", "logo.txt", utf16LE(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`), Sniffed{}, "SVG images are not accepted", ""},
 		{"a PNG signature over garbage is refused", "photo.png", append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{0xde, 0xad}, 100)...), Sniffed{}, "photo.png looks like a PNG image but cannot be read", ""},
 		{"a JPEG signature over garbage is refused", "photo.jpg", []byte("\xff\xd8\xff\xe0garbage garbage"), Sniffed{}, "looks like a JPEG image but cannot be read", ""},
-		{"a PNG claiming 100,000 × 100,000 pixels is refused before decoding", "bomb.png", pngHeader(100_000, 100_000), Sniffed{}, "bomb.png is 100,000 × 100,000 pixels; the limit is 50 megapixels", ""},
-		{"a PNG with a side over 20,000 pixels is refused", "strip.png", pngHeader(20_001, 10), Sniffed{}, "20,000 pixels a side", ""},
-		{"a PNG just within the limits is accepted", "big.png", pngHeader(10_000, 5_000), Sniffed{Kind: KindImage, MIME: "image/png", Width: 10_000, Height: 5_000}, "", ""},
+		{"a PNG claiming 100,000 × 100,000 pixels is refused before decoding", "bomb.png", hostile.PNGHeader(100_000, 100_000), Sniffed{}, "bomb.png is 100,000 × 100,000 pixels; the limit is 50 megapixels", ""},
+		{"a PNG with a side over 20,000 pixels is refused", "strip.png", hostile.PNGHeader(20_001, 10), Sniffed{}, "20,000 pixels a side", ""},
+		{"a PNG just within the limits is accepted", "big.png", hostile.PNGHeader(10_000, 5_000), Sniffed{Kind: KindImage, MIME: "image/png", Width: 10_000, Height: 5_000}, "", ""},
 		{"a text file named .pdf is refused", "report.pdf", []byte("This is not a PDF at all.\n"), Sniffed{}, "report.pdf: this .pdf file holds plain text, not what its name says. Weft accepts images (PNG, JPEG, GIF, WebP) and documents (PDF, DOCX, plain text, Markdown, CSV, HTML)", ""},
 		{"an executable is refused, naming what is accepted", "setup.exe", append([]byte("\x7fELF\x02\x01\x01\x00"), make([]byte, 64)...), Sniffed{}, "setup.exe: this kind of file is not accepted. Weft accepts images (PNG, JPEG, GIF, WebP) and documents", ""},
-		{"a ZIP that is not a Word file, named .docx, is refused", "letter.docx", zipOf(t, "a.txt", "hi"), Sniffed{}, "this .docx file is not a Word document", ""},
+		{"a ZIP that is not a Word file, named .docx, is refused", "letter.docx", hostile.Zip("a.txt", "hi"), Sniffed{}, "this .docx file is not a Word document", ""},
 		{"a BMP is refused", "old.bmp", append([]byte("BM"), make([]byte, 60)...), Sniffed{}, "Weft accepts images (PNG, JPEG, GIF, WebP)", ""},
 		{"an empty file is refused", "empty.txt", nil, Sniffed{}, "empty.txt is empty", ""},
 		{"a refusal shows the file's name, never a path", "../../etc/evil.svg", []byte(`<svg/>`), Sniffed{}, "evil.svg: SVG", "../"},

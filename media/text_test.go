@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"weft/internal/hostile"
 
 	"weft/rag"
 )
@@ -19,7 +20,7 @@ func TestExtractTextReadsDocumentsWithTheirHeadings(t *testing.T) {
 		want   string
 	}{
 		{"a PDF gives the text of its pages", rag.FormatPDF,
-			pdfOf("BT /F1 12 Tf 72 700 Td (Hello page one) Tj ET", "BT /F1 12 Tf 72 700 Td (Page two) Tj ET"),
+			hostile.PDFPages("BT /F1 12 Tf 72 700 Td (Hello page one) Tj ET", "BT /F1 12 Tf 72 700 Td (Page two) Tj ET"),
 			"Hello page one\n\nPage two"},
 		{"Markdown keeps its headings above their text", rag.FormatMarkdown,
 			[]byte("# Guide\n\nIntro text.\n\n## Install\n\nRun it.\n\n## Use\n\nClick it.\n"),

@@ -77,7 +77,7 @@ func (s *Service) ingest(ctx context.Context, docID int64) error {
 	}
 	format, err := extract.Detect(t.Doc.Name, t.Data)
 	if err != nil {
-		return permanent{msg: capitalize(usererr.Or(err, extract.ErrUnsupported.Error())) + "."}
+		return permanent{msg: usererr.Capitalize(usererr.Or(err, extract.ErrUnsupported.Error())) + "."}
 	}
 	if err := s.store.SetDocumentFormat(ctx, docID, format); err != nil {
 		return err
@@ -92,7 +92,7 @@ func (s *Service) ingest(ctx context.Context, docID int64) error {
 		}
 		var re *extract.ReadError
 		if errors.As(err, &re) || errors.Is(err, extract.ErrUnsupported) {
-			return permanent{msg: capitalize(usererr.Or(err, extract.ErrUnsupported.Error()))}
+			return permanent{msg: usererr.Capitalize(usererr.Or(err, extract.ErrUnsupported.Error()))}
 		}
 		return err // the jail itself failed (no child could start): another attempt may do
 	}
@@ -156,13 +156,6 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // ReembedArgs is the job that moves a knowledge base to another embedding

@@ -1,5 +1,7 @@
-// Package rag owns knowledge bases: structure-aware chunking, embedding and
-// indexing jobs, hybrid retrieval, citations and the rag route. Documents
+// Package rag owns knowledge bases: their rules (names, embedding models,
+// settings, what an upload may be; kb.go, refusals carry their message
+// through usererr), structure-aware chunking, embedding and indexing jobs,
+// hybrid retrieval, citations and the rag route. Documents
 // are read by package extract, in its jail. It reads and writes only
 // through db and speaks to the model server only through the Ollama client.
 package rag

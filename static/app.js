@@ -276,33 +276,39 @@
   });
 })();
 
-// Knowledge bases: files dropped on an upload form (form[data-drop]) are
-// put in its file input and sent at once.
-(function () {
+// Files dragged over a form matching selector mark it "dropping"; files
+// dropped on it go to onFiles(form, files) (a FileList). One function for
+// the knowledge-base upload form and the composer, so both behave alike.
+const acceptFileDrops = (selector, onFiles) => {
   "use strict";
-
-  const dropForm = (event) => event.target.closest && event.target.closest("form[data-drop]");
+  const target = (event) => event.target.closest && event.target.closest(selector);
   ["dragenter", "dragover"].forEach((type) => document.addEventListener(type, (event) => {
-    const form = dropForm(event);
+    const form = target(event);
     if (!form || !event.dataTransfer || ![...event.dataTransfer.types].includes("Files")) return;
     event.preventDefault();
     form.classList.add("dropping");
   }));
   document.addEventListener("dragleave", (event) => {
-    const form = dropForm(event);
+    const form = target(event);
     if (form && !form.contains(event.relatedTarget)) form.classList.remove("dropping");
   });
   document.addEventListener("drop", (event) => {
-    const form = dropForm(event);
+    const form = target(event);
     if (!form || !event.dataTransfer || event.dataTransfer.files.length === 0) return;
     event.preventDefault();
     form.classList.remove("dropping");
-    const input = form.querySelector('input[type="file"]');
-    if (!input) return;
-    input.files = event.dataTransfer.files;
-    form.requestSubmit();
+    onFiles(form, event.dataTransfer.files);
   });
-})();
+};
+
+// Knowledge bases: files dropped on an upload form (form[data-drop]) are
+// put in its file input and sent at once.
+acceptFileDrops("form[data-drop]", (form, files) => {
+  const input = form.querySelector('input[type="file"]');
+  if (!input) return;
+  input.files = files;
+  form.requestSubmit();
+});
 
 // Composer attachments: files dropped on or pasted into the composer join
 // its file input (they are sent with the message); the chosen files are
@@ -338,23 +344,7 @@
     event.preventDefault();
     addFiles(form, [...event.clipboardData.files]);
   });
-  ["dragenter", "dragover"].forEach((type) => document.addEventListener(type, (event) => {
-    const form = event.target.closest && event.target.closest("form[data-drop-files]");
-    if (!form || !event.dataTransfer || ![...event.dataTransfer.types].includes("Files")) return;
-    event.preventDefault();
-    form.classList.add("dropping");
-  }));
-  document.addEventListener("dragleave", (event) => {
-    const form = event.target.closest && event.target.closest("form[data-drop-files]");
-    if (form && !form.contains(event.relatedTarget)) form.classList.remove("dropping");
-  });
-  document.addEventListener("drop", (event) => {
-    const form = event.target.closest && event.target.closest("form[data-drop-files]");
-    if (!form || !event.dataTransfer || event.dataTransfer.files.length === 0) return;
-    event.preventDefault();
-    form.classList.remove("dropping");
-    addFiles(form, [...event.dataTransfer.files]);
-  });
+  acceptFileDrops("form[data-drop-files]", (form, files) => addFiles(form, [...files]));
   document.addEventListener("htmx:afterRequest", (event) => {
     const form = event.detail && event.detail.elt;
     if (form && form.matches && form.matches("form.composer") && event.detail.successful) {

@@ -8,19 +8,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/a-h/templ"
 	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
 	highlighting "github.com/yuin/goldmark-highlighting/v2"
-	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
-	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/renderer"
-	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 
 	"weft/db"
@@ -44,18 +40,6 @@ import (
 //
 // Both the goldmark instance and the policy are built once and are safe for
 // concurrent use.
-
-// maxHighlightBytes caps the code of one message that is run through
-// chroma, in one block and in all. Chroma's lexers use backtracking regexps
-// (bounded by a 250 ms per-match timeout) and cost ~10 µs a byte; the code
-// past the budget is shown as plain escaped code.
-const maxHighlightBytes = 32 << 10
-
-// maxHighlightBlocks caps the code blocks of one message run through chroma.
-const maxHighlightBlocks = 24
-
-// maxLangLabel caps the info-string language shown in a code block's header.
-const maxLangLabel = 32
 
 // markdown is the shared goldmark instance.
 var markdown = goldmark.New(
@@ -231,209 +215,9 @@ var renders atomic.Int64
 // RenderCount is how many texts RenderMarkdown has rendered in this process.
 func RenderCount() int64 { return renders.Load() }
 
-// highlightBudget is what chroma may still lex of one message's code: bytes,
-// and blocks (each costs chroma ~1 ms of set-up whatever its size).
-type highlightBudget struct{ left, blocks int }
-
-var highlightBudgetKey = parser.NewContextKey()
-
 // Markdown is RenderMarkdown as a templ component.
 func Markdown(src string) templ.Component {
 	return templ.Raw(RenderMarkdown(src))
-}
-
-// codeBlockWrapper wraps each fenced code block in a div with a header that
-// shows the language and carries the copy button (static/app.js). Chroma
-// writes <pre class="chroma"><code>…</code></pre> itself when it highlighted
-// the block; otherwise the wrapper writes the pre/code and goldmark-highlighting
-// writes the HTML-escaped lines between.
-func codeBlockWrapper(w util.BufWriter, c highlighting.CodeBlockContext, entering bool) {
-	lang, _ := c.Language()
-	if !entering {
-		if !c.Highlighted() {
-			_, _ = w.WriteString("</code></pre>")
-		}
-		_, _ = w.WriteString("</div>\n")
-		return
-	}
-	_, _ = w.WriteString(`<div class="code-block"><div class="code-head">`)
-	if label := langLabel(lang); label != "" {
-		_, _ = w.WriteString(`<span class="code-lang">`)
-		_, _ = w.Write(util.EscapeHTML([]byte(label)))
-		_, _ = w.WriteString(`</span>`)
-	}
-	_, _ = w.WriteString(copySlot + `</div>`)
-	if !c.Highlighted() {
-		_, _ = w.WriteString(`<pre class="chroma"><code`)
-		if cls := langClass(lang); cls != "" {
-			_, _ = w.WriteString(` class="language-` + cls + `"`)
-		}
-		_, _ = w.WriteString(">")
-	}
-}
-
-// langLabel is the info-string language cut to maxLangLabel runes.
-func langLabel(lang []byte) string {
-	s := string(lang)
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "")
-	}
-	if utf8.RuneCountInString(s) > maxLangLabel {
-		s = string([]rune(s)[:maxLangLabel])
-	}
-	return s
-}
-
-// langClass keeps the characters of lang that may appear in a class name.
-func langClass(lang []byte) string {
-	var b strings.Builder
-	for _, c := range lang {
-		if b.Len() >= maxLangLabel {
-			break
-		}
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-			b.WriteByte(c)
-		case c == '+':
-			b.WriteString("p") // c++ → language-cpp
-		case c == '#':
-			b.WriteString("sharp") // c# → language-csharp
-		}
-	}
-	return b.String()
-}
-
-// codeBlockGuard gives every fenced code block a node attribute. Node
-// attributes make goldmark-highlighting ignore "{…}" attributes in the info
-// string (linenos, hl_lines, style), which a model could otherwise use to
-// change the markup; blocks too large to lex safely get "nohl".
-type codeBlockGuard struct{}
-
-func (codeBlockGuard) Transform(doc *ast.Document, _ text.Reader, pc parser.Context) {
-	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-		if !entering {
-			return ast.WalkContinue, nil
-		}
-		if n.Type() == ast.TypeInline {
-			return ast.WalkSkipChildren, nil
-		}
-		fcb, ok := n.(*ast.FencedCodeBlock)
-		if !ok {
-			return ast.WalkContinue, nil
-		}
-		size := 0
-		lines := fcb.Lines()
-		for i := 0; i < lines.Len(); i++ {
-			seg := lines.At(i)
-			size += seg.Stop - seg.Start
-		}
-		budget, _ := pc.Get(highlightBudgetKey).(*highlightBudget)
-		if size > maxHighlightBytes || (budget != nil && (size > budget.left || budget.blocks == 0)) {
-			fcb.SetAttributeString("nohl", true)
-		} else {
-			if budget != nil {
-				budget.left -= size
-				budget.blocks--
-			}
-			fcb.SetAttributeString("weft", true)
-		}
-		return ast.WalkSkipChildren, nil
-	})
-}
-
-// markdownNodes overrides goldmark's renderers for images, task-list
-// checkboxes and raw HTML.
-type markdownNodes struct{}
-
-func (markdownNodes) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
-	reg.Register(ast.KindImage, renderImageAsLink)
-	reg.Register(east.KindTaskCheckBox, renderTaskCheckBox)
-	reg.Register(ast.KindRawHTML, renderRawHTMLAsText)
-	reg.Register(ast.KindHTMLBlock, renderHTMLBlockAsText)
-}
-
-// renderRawHTMLAsText shows inline HTML a model wrote as the text it is
-// ("use a <div> here"), instead of dropping it or letting it act.
-func renderRawHTMLAsText(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
-	if !entering {
-		return ast.WalkContinue, nil
-	}
-	segs := node.(*ast.RawHTML).Segments
-	for i := 0; i < segs.Len(); i++ {
-		seg := segs.At(i)
-		_, _ = w.Write(util.EscapeHTML(seg.Value(source)))
-	}
-	return ast.WalkSkipChildren, nil
-}
-
-// renderHTMLBlockAsText shows a block of HTML as code, escaped.
-func renderHTMLBlockAsText(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
-	if !entering {
-		return ast.WalkContinue, nil
-	}
-	n := node.(*ast.HTMLBlock)
-	_, _ = w.WriteString(`<pre class="raw-html"><code>`)
-	lines := n.Lines()
-	for i := 0; i < lines.Len(); i++ {
-		seg := lines.At(i)
-		_, _ = w.Write(util.EscapeHTML(seg.Value(source)))
-	}
-	if n.HasClosure() {
-		_, _ = w.Write(util.EscapeHTML(n.ClosureLine.Value(source)))
-	}
-	_, _ = w.WriteString("</code></pre>\n")
-	return ast.WalkSkipChildren, nil
-}
-
-// renderTaskCheckBox writes a placeholder for the disabled checkbox of a
-// "- [x]" list item (markdownFinish puts the checkbox in).
-func renderTaskCheckBox(w util.BufWriter, _ []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
-	if !entering {
-		return ast.WalkContinue, nil
-	}
-	if node.(*east.TaskCheckBox).IsChecked {
-		_, _ = w.WriteString(taskDoneSlot + " ")
-	} else {
-		_, _ = w.WriteString(taskTodoSlot + " ")
-	}
-	return ast.WalkContinue, nil
-}
-
-// renderImageAsLink renders ![alt](url) as a link to url with alt as its
-// text, so that an answer can never make the browser fetch anything by
-// itself. Images with a non-http(s) URL, or inside a link, render as their
-// alt text only.
-func renderImageAsLink(w util.BufWriter, _ []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
-	n := node.(*ast.Image)
-	link := isHTTPURL(n.Destination) && !insideLink(n)
-	if !link {
-		return ast.WalkContinue, nil
-	}
-	if !entering {
-		_, _ = w.WriteString("</a>")
-		return ast.WalkContinue, nil
-	}
-	_, _ = w.WriteString(`<a href="`)
-	_, _ = w.Write(util.EscapeHTML(util.URLEscape(n.Destination, true)))
-	_, _ = w.WriteString(`">`)
-	if !n.HasChildren() {
-		_, _ = w.Write(util.EscapeHTML(n.Destination))
-	}
-	return ast.WalkContinue, nil
-}
-
-func isHTTPURL(u []byte) bool {
-	s := strings.ToLower(string(u[:min(len(u), 8)]))
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
-}
-
-func insideLink(n ast.Node) bool {
-	for p := n.Parent(); p != nil; p = p.Parent() {
-		if k := p.Kind(); k == ast.KindLink || k == ast.KindAutoLink {
-			return true
-		}
-	}
-	return false
 }
 
 var citationRe = regexp.MustCompile(`\[(\d{1,3})\]`)

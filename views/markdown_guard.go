@@ -2,7 +2,8 @@ package views
 
 import (
 	"bytes"
-	"regexp"
+
+	"weft/extract"
 )
 
 // Rendering cost. goldmark takes time quadratic in the size of some
@@ -61,7 +62,7 @@ func markdownParts(src []byte) [][]byte {
 			if b.fence {
 				out = append(out, block)
 			} else {
-				out = append(out, cutBlock(block)...)
+				out = append(out, extract.CutMarkdownBlock(block, extract.MarkdownCut{Part: mdPart, AtSpace: true})...)
 			}
 			start = b.end
 			continue
@@ -155,53 +156,4 @@ func isFenceCloser(line, marker []byte) bool {
 		return false
 	}
 	return len(bytes.Trim(line[i+n:], " \t\r\n")) == 0
-}
-
-var tableDelimiter = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
-
-// cutBlock cuts one long block at line ends (and a line longer than mdPart
-// at a space near its end, else anywhere outside a UTF-8 sequence) into
-// parts of at most mdPart bytes (plus a repeated table header).
-func cutBlock(block []byte) [][]byte {
-	lines := bytes.SplitAfter(block, []byte("\n"))
-	var head []byte // a table's header rows, repeated at the start of parts
-	if len(lines) > 2 && bytes.Contains(lines[0], []byte("|")) && len(lines[0])+len(lines[1]) <= mdPart/2 &&
-		tableDelimiter.Match(bytes.TrimRight(lines[1], "\r\n")) {
-		head = append(append([]byte(nil), lines[0]...), lines[1]...)
-		lines = lines[2:]
-	}
-	var out [][]byte
-	var part []byte
-	flush := func() {
-		if len(part) > 0 {
-			p := make([]byte, 0, len(head)+len(part)+1)
-			p = append(append(p, head...), part...)
-			if p[len(p)-1] != '\n' {
-				p = append(p, '\n')
-			}
-			out = append(out, p)
-		}
-		part = nil
-	}
-	for _, line := range lines {
-		for len(line) > mdPart {
-			flush()
-			cut := mdPart
-			if sp := bytes.LastIndexByte(line[mdPart/2:mdPart], ' '); sp >= 0 {
-				cut = mdPart/2 + sp + 1
-			}
-			for cut > 0 && line[cut]&0xc0 == 0x80 { // not inside a UTF-8 sequence
-				cut--
-			}
-			part = line[:cut]
-			flush()
-			line = line[cut:]
-		}
-		if len(part)+len(line) > mdPart {
-			flush()
-		}
-		part = append(part, line...)
-	}
-	flush()
-	return out
 }

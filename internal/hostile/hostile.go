@@ -2,6 +2,11 @@
 // seed corpora: each is small and aimed at one way a parser can be made
 // to allocate without bound, loop, recurse or crash. Nothing here is
 // downloaded; testdata/gen writes them as seeds.
+//
+// It also builds the benign files the same tests read (images, ZIPs,
+// PDFs of pages; benign.go): one builder of each kind for every package's
+// tests, beside the hostile variants they are compared with. It is
+// imported by tests and generators only, never by the server.
 package hostile
 
 import (
@@ -36,7 +41,10 @@ func PrevLoop() []byte {
 
 // PDF builds a PDF from objects numbered from 1 (object 1 must be the
 // catalog) with a correct xref table.
-func PDF(objs ...string) []byte {
+func PDF(objs ...string) []byte { return PDFWithTrailer("", objs...) }
+
+// PDFWithTrailer is PDF with more entries in the trailer dictionary.
+func PDFWithTrailer(trailer string, objs ...string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.4\n")
 	offs := make([]int, len(objs))
@@ -49,7 +57,10 @@ func PDF(objs ...string) []byte {
 	for _, o := range offs {
 		fmt.Fprintf(&b, "%010d 00000 n \n", o)
 	}
-	fmt.Fprintf(&b, "trailer\n<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, start)
+	if trailer != "" {
+		trailer = " " + trailer
+	}
+	fmt.Fprintf(&b, "trailer\n<</Size %d/Root 1 0 R%s>>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, trailer, start)
 	return b.Bytes()
 }
 

@@ -13,6 +13,7 @@ package usererr
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -98,4 +99,42 @@ func Untrusted(s string, max int) string {
 	}
 	r := []rune(s)
 	return strings.TrimSpace(string(r[:max])) + "…"
+}
+
+// Capitalize makes a message that may have been written to follow a colon
+// ("the file is empty") start a sentence: its first letter in upper case.
+func Capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || r == utf8.RuneError {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// Size formats n bytes for a message, in KB, MB or GB (of 1024), with at
+// most one decimal rounded up, so that a file just over a limit never
+// reads as equal to it: 9.1 MB, 8 MB, 512 KB, 900 bytes, 1 GB.
+func Size(n int64) string {
+	const kb, mb, gb = 1 << 10, 1 << 20, 1 << 30
+	switch {
+	case n >= gb:
+		return tenths(n, gb) + " GB"
+	case n < kb:
+		if n == 1 {
+			return "1 byte"
+		}
+		return strconv.FormatInt(n, 10) + " bytes"
+	case n < mb:
+		return tenths(n, kb) + " KB"
+	}
+	return tenths(n, mb) + " MB"
+}
+
+// tenths is n/unit rounded up to one decimal, without a trailing ".0".
+func tenths(n, unit int64) string {
+	t := (n*10 + unit - 1) / unit
+	if t%10 == 0 {
+		return strconv.FormatInt(t/10, 10)
+	}
+	return strconv.FormatInt(t/10, 10) + "." + strconv.FormatInt(t%10, 10)
 }

@@ -42,3 +42,28 @@ func TestUntrustedTextIsOneCleanCappedLine(t *testing.T) {
 		t.Errorf("Untrusted = %q", got)
 	}
 }
+
+func TestCapitalizeStartsASentenceWithAnUpperCaseLetter(t *testing.T) {
+	for in, want := range map[string]string{
+		"the file is empty": "The file is empty",
+		"Already":           "Already",
+		"élan":              "Élan",
+		"":                  "",
+		"42 files":          "42 files",
+	} {
+		if got := usererr.Capitalize(in); got != want {
+			t.Errorf("Capitalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSizesReadForPeopleAndRoundUp(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0 bytes", 1: "1 byte", 1023: "1023 bytes", 1024: "1 KB", 1536: "1.5 KB", 1025: "1.1 KB",
+		8 << 20: "8 MB", 9_542_000: "9.1 MB", 50 << 20: "50 MB", 3 << 30: "3 GB",
+	} {
+		if got := usererr.Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

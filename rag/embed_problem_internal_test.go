@@ -1,9 +1,9 @@
-package handlers
+package rag
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"testing"
 
@@ -13,7 +13,6 @@ import (
 // The embedding probe's failures keep the words users saw when they were
 // classified by text; now the Ollama client's types decide.
 func TestEmbedProblemTellsEmbeddingFailuresApartByType(t *testing.T) {
-	r := httptest.NewRequest("POST", "/kb", nil)
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -25,7 +24,7 @@ func TestEmbedProblemTellsEmbeddingFailuresApartByType(t *testing.T) {
 		{"refused", api.StatusError{StatusCode: 400, ErrorMessage: "bad"}, "Ollama refused it."},
 		{"a lookalike text", errors.New("Post failed: not found; does not support embeddings"), "Ollama refused it."},
 	} {
-		if got := embedProblem(r, tc.err); got != tc.want {
+		if got := embedProblem(context.Background(), tc.err); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
