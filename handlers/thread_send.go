@@ -176,7 +176,6 @@ func composerNotice(w http.ResponseWriter, r *http.Request, status int, c templ.
 	render(w, r, status, c)
 }
 
-
 // hasFiles reports whether the composer sent files or attached media.
 func hasFiles(r *http.Request) bool {
 	if len(r.PostForm["media"]) > 0 {
