@@ -1152,7 +1152,7 @@ func TestBrowserTreeInstantAnswerNeverStuckStreaming(t *testing.T) {
 		if trIsTitle(req) {
 			return fakeollama.DefaultReply(req)
 		}
-		time.Sleep(time.Duration(delay.Load()))
+		time.Sleep(time.Duration(delay.Load())) // the model's latency under test, not a wait
 		return fakeollama.Reply{Chunks: []string{"Fast ", "answer."}}
 	})
 	for i := range 40 {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/ollama/ollama/api"
+
+	"weft/internal/testwait"
 )
 
 func client(t testing.TB, s *Server) *api.Client {
@@ -572,25 +574,25 @@ func TestHang(t *testing.T) {
 	if err := s.WaitChunks(ctxT(t), 0, 2); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		t.Fatalf("Chat returned while hanging: %v", err)
-	case <-time.After(100 * time.Millisecond):
-	}
+	testwait.For(t, "the client to read both tokens", 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 2
+	})
 	if s.ActiveStreams() != 1 {
 		t.Errorf("active = %d", s.ActiveStreams())
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Chat did not return after cancel")
+	if err := testwait.Recv(t, "Chat to return after cancel", 5*time.Second, done); err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v", err)
 	}
 	if err := s.WaitCancelled(ctxT(t), 1); err != nil {
 		t.Fatal(err)
+	}
+	// Only the cancel ended the reply: one that ended by itself (a done
+	// line, a closed stream) is not recorded as cancelled.
+	if r := s.Requests()[0]; r.Completed || !r.Cancelled {
+		t.Errorf("the hanging reply ended by itself: %+v", r)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -1593,17 +1595,6 @@ func (s *Server) embedActiveNow() int {
 	return s.embedActive
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func TestEmbedDelayAndConcurrency(t *testing.T) {
 	const delay = 200 * time.Millisecond
 	s := New(t, WithEmbedDelay(delay))
@@ -1675,7 +1666,7 @@ func TestEmbedDelayHonoursCancellation(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 		t.Errorf("cancelled embed: %v after %v", err, time.Since(start))
 	}
-	waitFor(t, "the cancelled embed to end", func() bool { return s.embedActiveNow() == 0 })
+	testwait.For(t, "the cancelled embed to end", 5*time.Second, func() bool { return s.embedActiveNow() == 0 })
 	if recs := s.EmbedRequests(); len(recs) != 1 || recs[0] != (EmbedRecord{Model: "embedder", Inputs: 1}) {
 		t.Errorf("records = %+v", recs)
 	}
@@ -1686,7 +1677,7 @@ func TestEmbedDelayHonoursCancellation(t *testing.T) {
 		_, err := c.Embed(context.Background(), &api.EmbedRequest{Model: "embedder", Input: "x"})
 		errc <- err
 	}()
-	waitFor(t, "the second embed", func() bool { return s.embedActiveNow() == 1 })
+	testwait.For(t, "the second embed", 5*time.Second, func() bool { return s.embedActiveNow() == 1 })
 	s.SetDown(true)
 	select {
 	case err := <-errc:
@@ -1704,7 +1695,7 @@ func TestEmbedDelayHonoursCancellation(t *testing.T) {
 		_, err := c.Embed(context.Background(), &api.EmbedRequest{Model: "embedder", Input: "x"})
 		errc <- err
 	}()
-	waitFor(t, "the third embed", func() bool { return s.embedActiveNow() == 1 })
+	testwait.For(t, "the third embed", 5*time.Second, func() bool { return s.embedActiveNow() == 1 })
 	start = time.Now()
 	s.Close()
 	if el := time.Since(start); el > 5*time.Second {
