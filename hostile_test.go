@@ -251,12 +251,7 @@ func settledDocuments(t *testing.T, store *db.DB, user, kb int64, p *proc) []db.
 		if docs, err = store.Documents(context.Background(), user, kb); err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range docs {
-			if d.Status == db.DocQueued || d.Status == db.DocProcessing {
-				return false
-			}
-		}
-		return true
+		return !testenv.Ingesting(docs)
 	}) {
 		t.Fatalf("documents still being ingested after 5 min: %+v", docs)
 	}

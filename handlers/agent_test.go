@@ -552,14 +552,7 @@ func TestAnInterruptedAgentRunResumesFromItsLastCheckpoint(t *testing.T) {
 	thread := first.start(`[[slow:400ms]] [[tool:write_file {"path":"one.txt","content":"1"}]] [[tool@1:list_files]]`)
 	// Wait until the first round's write is done, then stop the server
 	// while the second round is being written.
-	var r db.Run
-	written := false
-	if !testwait.Until(20*time.Second, func() bool {
-		r = first.lastRun(thread)
-		c := first.calls(r.ID)
-		written = len(c) == 1 && c[0] == "write_file:ok"
-		return written || !r.Active()
-	}) || !written {
+	if r, ok := first.waitWrite(thread); !ok {
 		t.Fatalf("the first round did not finish: %s %s", r.Status, first.describe(r.ID))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -735,6 +728,20 @@ func (e *agentEnv) shutdown(wait time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	e.app.RT.Shutdown(ctx)
 	cancel()
+}
+
+// waitWrite waits until the thread's newest run has made one call, a
+// write_file that worked (ok), or has ended without it; it returns the run
+// as last read.
+func (e *agentEnv) waitWrite(thread int64) (r db.Run, ok bool) {
+	e.t.Helper()
+	testwait.Until(20*time.Second, func() bool {
+		r = e.lastRun(thread)
+		c := e.calls(r.ID)
+		ok = len(c) == 1 && c[0] == "write_file:ok"
+		return ok || !r.Active()
+	})
+	return r, ok
 }
 
 // housekeepingRounds waits until the instance's runtime has done n more
@@ -916,14 +923,8 @@ func TestAnAdoptedAgentRunDecidedMeanwhileShowsAsRunning(t *testing.T) {
 		t.Fatalf("decide: %d", r.StatusCode)
 	}
 	next := second(true)
-	var r db.Run
-	written := false
-	if !testwait.Until(20*time.Second, func() bool {
-		r = next.lastRun(thread)
-		c := next.calls(r.ID)
-		written = len(c) == 1 && c[0] == "write_file:ok"
-		return written || !r.Active()
-	}) || !written {
+	r, ok := next.waitWrite(thread)
+	if !ok {
 		t.Fatalf("the write did not happen: %s %s", r.Status, next.describe(r.ID))
 	}
 	if r.Status != db.RunRunning {
