@@ -71,7 +71,7 @@ func twoPagePDF() []byte {
 	)
 }
 
-func TestReadPDF(t *testing.T) {
+func TestReadPDFReadsTheTextOfEveryPageWithItsPageNumber(t *testing.T) {
 	formDoc := pdfFile("",
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",

@@ -305,7 +305,7 @@ func chLastUser(req *api.ChatRequest) string {
 func chIsTitle(req *api.ChatRequest) bool { return req.Stream != nil && !*req.Stream }
 
 // 1. An answer streams into the page and settles as a complete message.
-func TestBrowserChatStreamsToComplete(t *testing.T) {
+func TestBrowserChatAnAnswerStreamsToComplete(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -358,7 +358,7 @@ func TestBrowserChatStreamsToComplete(t *testing.T) {
 
 // 2. Stop (the button, then Esc) cancels the model request and keeps the
 // partial answer, also after a reload.
-func TestBrowserChatStopAndEscape(t *testing.T) {
+func TestBrowserChatStopAndEscapeCancelAndKeepThePartialAnswer(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	fake := u.app.Fake
@@ -463,7 +463,7 @@ func TestBrowserChatClosingTabKeepsRunning(t *testing.T) {
 }
 
 // 4. A reload mid-stream shows the text so far and continues live.
-func TestBrowserChatReloadMidStream(t *testing.T) {
+func TestBrowserChatAReloadMidStreamShowsTheTextSoFarAndContinuesLive(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -501,7 +501,7 @@ func TestBrowserChatReloadMidStream(t *testing.T) {
 }
 
 // 5. A second tab on the same thread joins mid-stream; both end identical.
-func TestBrowserChatSecondTab(t *testing.T) {
+func TestBrowserChatASecondTabJoinsMidStreamAndEndsIdentical(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -547,7 +547,7 @@ func TestBrowserChatSecondTab(t *testing.T) {
 
 // 6. A model error mid-stream keeps the partial text and the error across a
 // reload; Retry answers again.
-func TestBrowserChatErrorPersistsAndRetry(t *testing.T) {
+func TestBrowserChatAFailedAnswerPersistsAndRetryAnswersAgain(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -599,7 +599,7 @@ func TestBrowserChatErrorPersistsAndRetry(t *testing.T) {
 }
 
 // 7. A model the server does not have: the error says how to get it.
-func TestBrowserChatMissingModel(t *testing.T) {
+func TestBrowserChatAMissingModelSaysHowToGetIt(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -620,7 +620,7 @@ func TestBrowserChatMissingModel(t *testing.T) {
 
 // 8. Sends behind a running answer queue visibly, run in order, one at a
 // time, and a queued one can be cancelled before it starts.
-func TestBrowserChatQueue(t *testing.T) {
+func TestBrowserChatMessagesSentWhileAnswersRunAreQueuedAndCancellable(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	fake := u.app.Fake
@@ -734,7 +734,7 @@ func TestBrowserChatQueue(t *testing.T) {
 }
 
 // 9. The generated title replaces the provisional one without a reload.
-func TestBrowserChatTitleWithoutReload(t *testing.T) {
+func TestBrowserChatTheGeneratedTitleAppearsWithoutAReload(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -765,7 +765,7 @@ func TestBrowserChatTitleWithoutReload(t *testing.T) {
 
 // 10. Hostile model output is shown as text while it streams, rendered
 // safely at the end, and cannot break the event stream.
-func TestBrowserChatRenderingSafety(t *testing.T) {
+func TestBrowserChatHostileOutputStaysTextWhileStreamingAndEndsRenderedSafely(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	chunks := []string{
@@ -835,7 +835,7 @@ func TestBrowserChatRenderingSafety(t *testing.T) {
 
 // 11. With Ollama unreachable, pages carry a banner that says where Weft
 // looked and how to fix it; the app keeps working.
-func TestBrowserChatOllamaUnreachableBanner(t *testing.T) {
+func TestBrowserChatAnUnreachableOllamaShowsABanner(t *testing.T) {
 	t.Parallel()
 	fake := fakeollama.New(t)
 	fake.SetDown(true) // before the app starts: the model list is cached

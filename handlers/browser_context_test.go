@@ -102,7 +102,7 @@ func TestBrowserContextChooseARoleForAThread(t *testing.T) {
 	}
 }
 
-func TestBrowserContextSlashCommands(t *testing.T) {
+func TestBrowserContextSlashCommandsHelpRefuseAndChangeTheThread(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	u.startThread("hello")
@@ -147,7 +147,7 @@ func TestBrowserContextSlashCommands(t *testing.T) {
 	}
 }
 
-func TestBrowserContextCompactionMarker(t *testing.T) {
+func TestBrowserContextCompactionShowsAMarkerThatExpandsToTheSummary(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	u.startThread("one")

@@ -335,7 +335,7 @@ func trRequestFor(t *testing.T, f *fakeollama.Server, content string) *api.ChatR
 
 // 1. Editing a message makes a branch; prev/next switch it; the choice is
 // saved (reload, another tab).
-func TestBrowserTreeEditBranchNavigateReload(t *testing.T) {
+func TestBrowserTreeEditingAMessageMakesABranchThatSurvivesNavigationAndReload(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	thread := u.startThread("one")
@@ -412,7 +412,7 @@ func TestBrowserTreeEditBranchNavigateReload(t *testing.T) {
 
 // 2. Regenerate adds a sibling answer (optionally from another model);
 // prev/next switch between the answers.
-func TestBrowserTreeRegenerate(t *testing.T) {
+func TestBrowserTreeRegenerateAddsASiblingAnswerToSwitchTo(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	var n atomic.Int32
@@ -495,7 +495,7 @@ func TestBrowserTreeRegenerate(t *testing.T) {
 }
 
 // 3. Continue goes on writing a stopped answer in the same message.
-func TestBrowserTreeContinue(t *testing.T) {
+func TestBrowserTreeContinueWritesOnAStoppedAnswerInTheSameMessage(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	fake := u.app.Fake
@@ -571,7 +571,7 @@ func TestBrowserTreeContinue(t *testing.T) {
 }
 
 // 4. Fork starts a new thread with the conversation up to a message.
-func TestBrowserTreeFork(t *testing.T) {
+func TestBrowserTreeForkStartsANewThreadWithTheConversationUpToThere(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	thread := u.startThread("one")
@@ -610,7 +610,7 @@ func TestBrowserTreeFork(t *testing.T) {
 
 // 5. Deleting a message removes it and everything below it, after a
 // confirmation.
-func TestBrowserTreeDeleteMessage(t *testing.T) {
+func TestBrowserTreeDeletingAMessageRemovesEverythingBelowItAfterConfirming(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	thread := u.startThread("one")
@@ -650,7 +650,7 @@ func TestBrowserTreeDeleteMessage(t *testing.T) {
 
 // 6. Ctrl+K focuses search; results highlight the words in any script and
 // jump to the message.
-func TestBrowserTreeSearch(t *testing.T) {
+func TestBrowserTreeSearchHighlightsWordsInAnyScriptAndJumpsToTheMessage(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	const loom = "Weaving by hand on a ткацкий станок tonight"
@@ -727,7 +727,7 @@ func TestBrowserTreeSearch(t *testing.T) {
 
 // 7. A thread with branches round-trips through JSON export and import;
 // the Markdown export is the visible conversation.
-func TestBrowserTreeExportImport(t *testing.T) {
+func TestBrowserTreeAThreadRoundTripsThroughExportAndImport(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	thread := u.startThread("one")
@@ -826,7 +826,7 @@ func (u *trUI) sidebarHas(thread string) bool {
 }
 
 // 8. A thread moves to another workspace, is archived and unarchived.
-func TestBrowserTreeMoveArchiveUnarchive(t *testing.T) {
+func TestBrowserTreeAThreadMovesArchivesAndUnarchives(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	thread := u.startThread("move me along")
@@ -933,7 +933,7 @@ func TestBrowserTreeArchivedLinkFollowsTheShownWorkspace(t *testing.T) {
 
 // 9. Drafts are kept per thread across navigation and reloads; ↑ edits the
 // last message; Enter sends.
-func TestBrowserTreeKeyboardAndDrafts(t *testing.T) {
+func TestBrowserTreeKeyboardShortcutsWorkAndDraftsSurviveNavigation(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	thread := u.startThread("first message")
@@ -996,7 +996,7 @@ func TestBrowserTreeKeyboardAndDrafts(t *testing.T) {
 
 // 10. A long thread opens at its last page; scrolling up loads the earlier
 // pages until the first message.
-func TestBrowserTreeLongThread(t *testing.T) {
+func TestBrowserTreeALongThreadOpensAtItsLastPageAndLoadsEarlierPagesUpward(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	thread := u.startThread("message 1")
