@@ -20,6 +20,7 @@ import (
 	"weft/internal/fakeollama"
 	"weft/internal/hostile"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 // internals are words that must never reach a user's screen.
@@ -238,30 +239,23 @@ func visibleError(body string) string {
 // ingested, checking the server stays up meanwhile.
 func settledDocuments(t *testing.T, store *db.DB, user, kb int64, p *proc) []db.Document {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		docs, err := store.Documents(context.Background(), user, kb)
-		if err != nil {
-			t.Fatal(err)
-		}
-		busy := false
-		for _, d := range docs {
-			busy = busy || d.Status == db.DocQueued || d.Status == db.DocProcessing
-		}
-		if !busy {
-			return docs
-		}
+	var docs []db.Document
+	if !testwait.Until(5*time.Minute, func() bool {
 		select {
 		case err := <-p.done:
 			p.done <- err
 			t.Fatalf("weft exited while ingesting: %v\n%s", err, tail(p.logs.String()))
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("documents still being ingested after 5 min: %+v", docs)
+		var err error
+		if docs, err = store.Documents(context.Background(), user, kb); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return !testenv.Ingesting(docs)
+	}) {
+		t.Fatalf("documents still being ingested after 5 min: %+v", docs)
 	}
+	return docs
 }
 
 func latestAnswerOf(t *testing.T, store *db.DB, email string) (status, content string) {

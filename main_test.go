@@ -22,6 +22,7 @@ import (
 	"weft/db"
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 // These tests run the real binary, as an operator would: built with
@@ -88,25 +89,23 @@ func startWeft(t *testing.T, addr string, env ...string) *proc {
 		_ = cmd.Process.Kill()
 		<-p.done
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(p.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
-		}
+	ready := testwait.Until(30*time.Second, func() bool {
 		select {
 		case err := <-p.done:
 			t.Fatalf("weft exited before it was ready: %v\n%s", err, logs.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("weft not ready after 30 s:\n%s", logs.String())
+		resp, err := http.Get(p.base + "/readyz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	if !ready {
+		t.Fatalf("weft not ready after 30 s:\n%s", logs.String())
 	}
+	return p
 }
 
 type syncWriter struct {
@@ -149,17 +148,14 @@ func latestAnswer(t *testing.T, store *db.DB) (status, content string) {
 
 func waitAnswer(t *testing.T, store *db.DB, what string, cond func(status, content string) bool) (string, string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s, c := latestAnswer(t, store)
-		if cond(s, c) {
-			return s, c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s (status %s, %d bytes)", what, s, len(c))
-		}
-		time.Sleep(50 * time.Millisecond)
+	var s, c string
+	if !testwait.Until(20*time.Second, func() bool {
+		s, c = latestAnswer(t, store)
+		return cond(s, c)
+	}) {
+		t.Fatalf("timed out waiting for %s (status %s, %d bytes)", what, s, len(c))
 	}
+	return s, c
 }
 
 func TestTheBinaryMigratesServesAndStopsGracefullyOnSIGTERM(t *testing.T) {

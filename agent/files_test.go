@@ -391,7 +391,7 @@ func TestConfineSymlinkFlippedConcurrentlyNeverLetsAWriteOut(t *testing.T) {
 	}
 }
 
-func TestFileListFiles(t *testing.T) {
+func TestListFilesListsTheWorkspaceTreeWithoutHiddenFolders(t *testing.T) {
 	t.Parallel()
 	f := setupFiles(t)
 	f.write(t, "b.txt", "bbb")
@@ -500,7 +500,7 @@ func TestFileListFilesStopsAt500Entries(t *testing.T) {
 	}
 }
 
-func TestFileReadFile(t *testing.T) {
+func TestReadFileReadsTextByLinesAndRefusesBinaryOrOversizedFiles(t *testing.T) {
 	t.Parallel()
 	f := setupFiles(t)
 	f.write(t, "sub/five.txt", "one\ntwo\nthree\nfour\nfive\n")
@@ -591,7 +591,7 @@ func TestFileReadFile(t *testing.T) {
 	}
 }
 
-func TestFileSearchFiles(t *testing.T) {
+func TestSearchFilesFindsTextCaseInsensitivelyAndSkipsBinaryHiddenAndOversizedFiles(t *testing.T) {
 	t.Parallel()
 	f := setupFiles(t)
 	f.write(t, "a.go", "package a\n// TODO: fix Needle here\n")
@@ -687,7 +687,7 @@ func TestFileSearchFilesCapsMatchesAndOutput(t *testing.T) {
 	}
 }
 
-func TestFileWriteFile(t *testing.T) {
+func TestWriteFileCreatesOrReplacesAFileAndReportsTheChange(t *testing.T) {
 	t.Parallel()
 
 	t.Run("creates a file with its parents then reports a modification", func(t *testing.T) {
@@ -775,7 +775,7 @@ func TestFileWriteFile(t *testing.T) {
 	}
 }
 
-func TestFileEditFile(t *testing.T) {
+func TestEditFileReplacesExactTextOnlyWhenTheMatchIsUnambiguous(t *testing.T) {
 	t.Parallel()
 	const start = "alpha beta\nbeta gamma\n"
 	tests := []struct {
@@ -850,7 +850,7 @@ func TestFileEditFile(t *testing.T) {
 	})
 }
 
-func TestFileDeleteFile(t *testing.T) {
+func TestDeleteFileDeletesAFileInsideTheWorkspaceOnly(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string

@@ -13,6 +13,7 @@ import (
 	"weft/db"
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -25,13 +26,21 @@ type env struct {
 	rt    *chat.Runtime
 	user  db.User
 	ws    db.Workspace
+	wrap  func(*db.DB) chat.Store // the runtimes' store (nil: the database)
 }
 
 func newEnv(t *testing.T, cfg chat.Config, opts ...fakeollama.Option) *env {
 	t.Helper()
+	return newEnvWrapped(t, cfg, nil, opts...)
+}
+
+// newEnvWrapped is newEnv with a runtime whose store is wrap(the database),
+// so a test can watch what the runtime writes.
+func newEnvWrapped(t *testing.T, cfg chat.Config, wrap func(*db.DB) chat.Store, opts ...fakeollama.Option) *env {
+	t.Helper()
 	store := testenv.NewDB(t)
 	fake := fakeollama.New(t, opts...)
-	e := &env{t: t, store: store, fake: fake}
+	e := &env{t: t, store: store, fake: fake, wrap: wrap}
 	e.rt = e.runtime(cfg)
 	e.user, e.ws = e.newUser("user@example.com")
 	return e
@@ -49,7 +58,11 @@ func (e *env) runtime(cfg chat.Config) *chat.Runtime {
 	cfg.OllamaHost = e.fake.URL
 	u, _ := url.Parse(e.fake.URL)
 	client := chat.NewOllamaClient(u)
-	rt := chat.New(e.store, client, chat.NewModels(client, e.fake.URL, "tiny", 0), cfg)
+	var store chat.Store = e.store
+	if e.wrap != nil {
+		store = e.wrap(e.store)
+	}
+	rt := chat.New(store, client, chat.NewModels(client, e.fake.URL, "tiny", 0), cfg)
 	if err := rt.Start(context.Background()); err != nil {
 		e.t.Fatalf("start runtime: %v", err)
 	}
@@ -84,24 +97,21 @@ func (e *env) send(thread int64, content string) db.Sent {
 func (e *env) wait(sent db.Sent) (db.Run, db.Message) {
 	e.t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r, err := e.store.Run(ctx, e.user.ID, sent.Run.ID)
-		if err != nil {
+	var r db.Run
+	if !testwait.Until(20*time.Second, func() bool {
+		var err error
+		if r, err = e.store.Run(ctx, e.user.ID, sent.Run.ID); err != nil {
 			e.t.Fatal(err)
 		}
-		if !r.Active() {
-			m, err := e.store.Message(ctx, e.user.ID, sent.Assistant.ID)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			return r, m
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("run %d still %s", r.ID, r.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return !r.Active()
+	}) {
+		e.t.Fatalf("run %d still %s", r.ID, r.Status)
 	}
+	m, err := e.store.Message(ctx, e.user.ID, sent.Assistant.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r, m
 }
 
 // message reads a message as the env's user.
@@ -120,18 +130,6 @@ func tokens(from, to int) string {
 		fmt.Fprintf(&b, "tok%d ", i)
 	}
 	return b.String()
-}
-
-// eventually retries cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // jsonUnmarshal decodes key of a JSON object ("" : the whole object).

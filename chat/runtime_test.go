@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"weft/chat"
 	"weft/db"
 	"weft/internal/fakeollama"
+	"weft/internal/testwait"
 )
 
 func TestAnAnswerStreamsToSubscribersAndIsStoredCompleteWithUsage(t *testing.T) {
@@ -77,7 +79,7 @@ func TestPartialAnswersAreFlushedWhileStreaming(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, chat.Config{FlushEvery: 100 * time.Millisecond})
 	sent := e.send(0, "[[slow:40ms]][[tokens:40]]")
-	eventually(t, "a partial flush", func() bool {
+	testwait.For(t, "a partial flush", 0, func() bool {
 		m := e.message(sent.Assistant.ID)
 		return m.Status == db.MsgStreaming && strings.HasPrefix(m.Content, "tok1 tok2 ")
 	})
@@ -330,17 +332,15 @@ func TestShutdownInterruptsRunsThatOutlastTheGrace(t *testing.T) {
 
 func TestTheFirstAnswerGivesTheThreadAGeneratedTitleUnlessTheUserRenamedIt(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, chat.Config{})
+	titles := make(chan titleOffer, 4)
+	e := newEnvWrapped(t, chat.Config{}, func(s *db.DB) chat.Store { return titleSpy{s, titles} })
+	ctx := context.Background()
 	sent := e.send(0, "Why is the sky blue at noon?")
 	changed, release := e.rt.TitleChanged(sent.Thread.ID)
 	defer release()
 	e.wait(sent)
-	select {
-	case <-changed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no title was generated")
-	}
-	th, err := e.store.Thread(context.Background(), e.user.ID, sent.Thread.ID)
+	testwait.Closed(t, "a generated title", 10*time.Second, changed)
+	th, err := e.store.Thread(ctx, e.user.ID, sent.Thread.ID)
 	if err != nil || th.Title != "Why is the" || th.TitleState != "generated" {
 		t.Fatalf("title %q (%s), %v", th.Title, th.TitleState, err)
 	}
@@ -353,16 +353,60 @@ func TestTheFirstAnswerGivesTheThreadAGeneratedTitleUnlessTheUserRenamedIt(t *te
 	if titleReq == nil || titleReq.Model != "tiny:latest" {
 		t.Fatalf("title request not made with the thread's model: %+v", titleReq)
 	}
+	if o := testwait.Recv(t, "the first title offered to the store", 0, titles); o.thread != sent.Thread.ID || !o.stored {
+		t.Fatalf("first title offer = %+v, want stored for thread %d", o, sent.Thread.ID)
+	}
 
+	// The next answer is held at the model until the user has renamed its
+	// thread: the run read the thread while its title was provisional, so
+	// it does write a title, which the store must refuse.
+	gate := make(chan struct{})
+	var open sync.Once
+	t.Cleanup(func() { open.Do(func() { close(gate) }) })
+	e.fake.SetScript(func(req *api.ChatRequest) fakeollama.Reply {
+		if req.Stream == nil || *req.Stream {
+			<-gate
+		}
+		return fakeollama.DefaultReply(req)
+	})
 	renamed := e.send(0, "Another question entirely")
-	if err := e.store.RenameThread(context.Background(), e.user.ID, renamed.Thread.ID, "Mine"); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, testwait.Timeout)
+	defer cancel()
+	if err := e.fake.WaitRequests(wctx, 3); err != nil { // the first answer, its title, this answer
+		t.Fatalf("the second answer never reached the model: %v", err)
+	}
+	if err := e.store.RenameThread(ctx, e.user.ID, renamed.Thread.ID, "Mine"); err != nil {
 		t.Fatal(err)
 	}
+	open.Do(func() { close(gate) })
 	e.wait(renamed)
-	time.Sleep(200 * time.Millisecond)
-	if th, _ := e.store.Thread(context.Background(), e.user.ID, renamed.Thread.ID); th.Title != "Mine" {
+	if o := testwait.Recv(t, "the second title offered to the store", 0, titles); o.thread != renamed.Thread.ID || o.stored {
+		t.Fatalf("second title offer = %+v, want refused for thread %d", o, renamed.Thread.ID)
+	}
+	if th, _ := e.store.Thread(ctx, e.user.ID, renamed.Thread.ID); th.Title != "Mine" {
 		t.Fatalf("a generated title replaced the user's: %q", th.Title)
 	}
+}
+
+// titleOffer is one generated title the runtime offered to the store.
+type titleOffer struct {
+	thread int64
+	stored bool // false: refused (the user named the thread)
+}
+
+// titleSpy is the database, telling on offers which generated titles the
+// runtime tried to store and whether they were.
+type titleSpy struct {
+	*db.DB
+	offers chan<- titleOffer
+}
+
+func (s titleSpy) SetGeneratedTitle(ctx context.Context, user, id int64, title string) (bool, error) {
+	stored, err := s.DB.SetGeneratedTitle(ctx, user, id, title)
+	if err == nil {
+		s.offers <- titleOffer{thread: id, stored: stored}
+	}
+	return stored, err
 }
 
 func TestSendRejectsEmptyAndOverlongMessagesBeforeStoringAnything(t *testing.T) {

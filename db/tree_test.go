@@ -216,7 +216,7 @@ func TestDeletingAMessageRemovesItsSubtreeAndMovesTheVisibleBranch(t *testing.T)
 	}
 }
 
-func TestMoveAndArchive(t *testing.T) {
+func TestThreadsMoveBetweenWorkspacesAndArchiveAndUnarchive(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := testenv.NewDB(t)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"weft/internal/hostile"
+	"weft/internal/testwait"
 )
 
 func init() {
@@ -109,7 +110,7 @@ func init() {
 		}
 	}
 	childOps["sleep"] = func([]byte, []string) ([]byte, error) {
-		time.Sleep(time.Hour) // a child blocked, using no CPU
+		time.Sleep(time.Hour) // a child blocked, using no CPU: the behaviour under test, not a wait
 		return nil, nil
 	}
 }
@@ -180,12 +181,8 @@ func TestTheJailRunsAtMostWorkersChildrenAtOnce(t *testing.T) {
 		}()
 	}
 	// Wait until every call is either in a child or waiting for a slot.
-	deadline := time.Now().Add(20 * time.Second)
-	for j.Running()+int(j.waiting.Load()) < workers+1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("running %d, waiting %d", j.Running(), j.waiting.Load())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testwait.Until(20*time.Second, func() bool { return j.Running()+int(j.waiting.Load()) >= workers+1 }) {
+		t.Fatalf("running %d, waiting %d", j.Running(), j.waiting.Load())
 	}
 	if got := j.Running(); got != workers {
 		t.Errorf("%d children alive, want %d", got, workers)

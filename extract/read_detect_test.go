@@ -8,7 +8,7 @@ import (
 	"weft/internal/hostile"
 )
 
-func TestDetect(t *testing.T) {
+func TestDetectTellsFormatsByTheirContentAndRefusesTheRest(t *testing.T) {
 	pdf := twoPagePDF()
 	docx := docxFile(t, para("", "hi"))
 	xlsx := hostile.Zip("_rels/.rels", `<Relationships><Relationship Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>`,

@@ -30,7 +30,7 @@ func twoPagePDF() []byte {
 	)
 }
 
-func TestReadPDF(t *testing.T) {
+func TestReadPDFReadsTheTextOfEveryPageWithItsPageNumber(t *testing.T) {
 	formDoc := hostile.PDFWithTrailer("",
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",

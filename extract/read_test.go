@@ -76,7 +76,7 @@ func utf16Bytes(s string, bigEndian, bom bool) []byte {
 	return out
 }
 
-func TestReadText(t *testing.T) {
+func TestReadTextSplitsParagraphsAndDecodesLegacyEncodings(t *testing.T) {
 	tests := []struct {
 		name string
 		data []byte
@@ -98,7 +98,7 @@ func TestReadText(t *testing.T) {
 	}
 }
 
-func TestReadMarkdown(t *testing.T) {
+func TestReadMarkdownKeepsTheHeadingPathOfEveryBlock(t *testing.T) {
 	tests := []struct {
 		name, src string
 		want      []Block
@@ -275,7 +275,7 @@ func TestReadHTMLOverMaxTextIsRefused(t *testing.T) {
 	assertReadError(t, err, "more than 5,000 characters", true)
 }
 
-func TestReadCSV(t *testing.T) {
+func TestReadCSVReadsRowsAsATableBlock(t *testing.T) {
 	tests := []struct {
 		name, src string
 		want      []Block
@@ -323,7 +323,7 @@ func TestReadRefusesAnUnknownFormat(t *testing.T) {
 	}
 }
 
-func TestReadStopsWhenCancelled(t *testing.T) {
+func TestEveryReaderStopsWhenItsContextIsCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, format := range []string{FormatText, FormatMarkdown, FormatHTML, FormatCSV, FormatDOCX, FormatPDF} {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,9 @@ import (
 
 	"weft/agent"
 	"weft/db"
+	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 // agentEnv is an app whose default model can call tools, with one
@@ -99,24 +102,26 @@ func (e *agentEnv) lastRun(thread int64) db.Run {
 // of that kind, and returns the step.
 func (e *agentEnv) pending(thread int64, kind string) db.Step {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r := e.lastRun(thread)
+	var r db.Run
+	var step db.Step
+	if !testwait.Until(20*time.Second, func() bool {
+		r = e.lastRun(thread)
 		if r.Status == db.RunWaiting {
 			for _, s := range e.steps(r.ID) {
 				if s.Kind == kind && s.Status == db.StepPending {
-					return s
+					step = s
+					return true
 				}
 			}
 		}
 		if !r.Active() {
 			e.t.Fatalf("run %d ended %s (%s) without asking: %s", r.ID, r.Status, r.Error, e.describe(r.ID))
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("run %d is %s, not waiting on a %s: %s", r.ID, r.Status, kind, e.describe(r.ID))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		e.t.Fatalf("run %d is %s, not waiting on a %s: %s", r.ID, r.Status, kind, e.describe(r.ID))
 	}
+	return step
 }
 
 func (e *agentEnv) steps(run int64) []db.Step {
@@ -547,16 +552,8 @@ func TestAnInterruptedAgentRunResumesFromItsLastCheckpoint(t *testing.T) {
 	thread := first.start(`[[slow:400ms]] [[tool:write_file {"path":"one.txt","content":"1"}]] [[tool@1:list_files]]`)
 	// Wait until the first round's write is done, then stop the server
 	// while the second round is being written.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r := first.lastRun(thread)
-		if c := first.calls(r.ID); len(c) == 1 && c[0] == "write_file:ok" {
-			break
-		}
-		if time.Now().After(deadline) || !r.Active() {
-			t.Fatalf("the first round did not finish: %s %s", r.Status, first.describe(r.ID))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if r, ok := first.waitWrite(thread); !ok {
+		t.Fatalf("the first round did not finish: %s %s", r.Status, first.describe(r.ID))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	first.app.RT.Shutdown(ctx)
@@ -733,6 +730,40 @@ func (e *agentEnv) shutdown(wait time.Duration) {
 	cancel()
 }
 
+// waitWrite waits until the thread's newest run has made one call, a
+// write_file that worked (ok), or has ended without it; it returns the run
+// as last read.
+func (e *agentEnv) waitWrite(thread int64) (r db.Run, ok bool) {
+	e.t.Helper()
+	testwait.Until(20*time.Second, func() bool {
+		r = e.lastRun(thread)
+		c := e.calls(r.ID)
+		ok = len(c) == 1 && c[0] == "write_file:ok"
+		return ok || !r.Active()
+	})
+	return r, ok
+}
+
+// housekeepingRounds waits until the instance's runtime has done n more
+// housekeeping rounds (each starts with a heartbeat, after the previous
+// round interrupted the runs it found orphaned).
+func (e *agentEnv) housekeepingRounds(instance string, n int) {
+	e.t.Helper()
+	beat := func() (at time.Time) {
+		if err := e.app.Store.Pool.QueryRow(context.Background(), "SELECT heartbeat_at FROM instances WHERE id = $1", instance).Scan(&at); err != nil {
+			e.t.Fatal(err)
+		}
+		return at
+	}
+	last, seen := beat(), 0
+	testwait.For(e.t, fmt.Sprintf("%d housekeeping rounds of %s", n, instance), 0, func() bool {
+		if at := beat(); !at.Equal(last) {
+			last, seen = at, seen+1
+		}
+		return seen > n
+	})
+}
+
 func (e *agentEnv) exec(sql string, args ...any) {
 	e.t.Helper()
 	if _, err := e.app.Store.Pool.Exec(context.Background(), sql, args...); err != nil {
@@ -830,14 +861,16 @@ func TestAnAgentRunInterruptedInItsFirstRoundCanBeResumed(t *testing.T) {
 	t.Parallel()
 	first, second := restartPair(t, "first-round@example.com", testenv.Options{})
 	thread := first.start(`Hello [[slow:20ms]] [[tokens:60]]`)
-	deadline := time.Now().Add(20 * time.Second)
-	for first.lastRun(thread).Status != db.RunRunning {
-		if time.Now().After(deadline) {
-			t.Fatal("the run did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Stop while the model streams its first round.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := first.app.Fake.WaitFor(ctx, func(recs []fakeollama.Recorded) bool {
+		return slices.ContainsFunc(recs, func(r fakeollama.Recorded) bool {
+			return r.Chat != nil && (r.Chat.Stream == nil || *r.Chat.Stream) && r.ChunksSent >= 2 && !r.Completed
+		})
+	}); err != nil {
+		t.Fatalf("the model never streamed the first round: %v", err)
 	}
-	time.Sleep(100 * time.Millisecond)
 	first.shutdown(50 * time.Millisecond)
 	run := first.lastRun(thread)
 	if run.Status != db.RunInterrupted {
@@ -890,19 +923,12 @@ func TestAnAdoptedAgentRunDecidedMeanwhileShowsAsRunning(t *testing.T) {
 		t.Fatalf("decide: %d", r.StatusCode)
 	}
 	next := second(true)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r := next.lastRun(thread)
-		if c := next.calls(r.ID); len(c) == 1 && c[0] == "write_file:ok" {
-			if r.Status != db.RunRunning {
-				t.Errorf("the adopted run works on while it shows %s", r.Status)
-			}
-			break
-		}
-		if time.Now().After(deadline) || !r.Active() {
-			t.Fatalf("the write did not happen: %s %s", r.Status, next.describe(r.ID))
-		}
-		time.Sleep(10 * time.Millisecond)
+	r, ok := next.waitWrite(thread)
+	if !ok {
+		t.Fatalf("the write did not happen: %s %s", r.Status, next.describe(r.ID))
+	}
+	if r.Status != db.RunRunning {
+		t.Errorf("the adopted run works on while it shows %s", r.Status)
 	}
 	if run, _ := next.finished(thread); run.Status != db.RunCompleted {
 		t.Errorf("run %s (%s)", run.Status, run.Error)
@@ -970,15 +996,11 @@ func TestAnotherInstanceAdoptsARunWaitingOnADeadInstanceAndFinishesIt(t *testing
 	o.Fake = first.app.Fake
 	o.Chat.Instance = "survivor-" + t.Name()
 	second := agentEnvOn(t, store, o, "adopt@example.com", false)
-	deadline := time.Now().Add(15 * time.Second)
-	for second.lastRun(thread).InstanceID != o.Chat.Instance {
-		if time.Now().After(deadline) {
-			t.Fatalf("the waiting run was not adopted: %+v", second.lastRun(thread))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testwait.Until(15*time.Second, func() bool { return second.lastRun(thread).InstanceID == o.Chat.Instance }) {
+		t.Fatalf("the waiting run was not adopted: %+v", second.lastRun(thread))
 	}
 	// Several housekeeping rounds later it is still waiting, not interrupted.
-	time.Sleep(time.Second)
+	second.housekeepingRounds(o.Chat.Instance, 5)
 	if r := second.lastRun(thread); r.Status != db.RunWaiting || r.InstanceID != o.Chat.Instance {
 		t.Fatalf("the adopted run is %s on %q", r.Status, r.InstanceID)
 	}

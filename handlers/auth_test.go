@@ -13,7 +13,7 @@ import (
 
 const password = "correct horse battery"
 
-func TestRegisterLoginAndLogout(t *testing.T) {
+func TestAUserRegistersLogsOutAndLogsBackIn(t *testing.T) {
 	t.Parallel()
 	ts := testenv.Server(t, testenv.NewDB(t), handlers.Config{})
 	c := testenv.NewClient(t, ts.URL)
@@ -115,7 +115,7 @@ func TestSessionTokenIsRenewedAtLoginAndTheOldOneStopsWorking(t *testing.T) {
 	}
 }
 
-func TestSessionCookieFlags(t *testing.T) {
+func TestTheSessionCookieIsHttpOnlyLaxAndSecureWhenConfigured(t *testing.T) {
 	t.Parallel()
 	store := testenv.NewDB(t)
 	for _, secure := range []bool{false, true} {

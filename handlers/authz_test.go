@@ -14,6 +14,7 @@ import (
 
 	"weft/db"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 	"weft/media"
 )
 
@@ -282,19 +283,15 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 func waitIdle(t *testing.T, store *db.DB, user, thread int64) db.Run {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		active, err := store.ActiveRuns(ctx, user, thread)
-		if err != nil {
+	var active []db.Run
+	if !testwait.Until(20*time.Second, func() bool {
+		var err error
+		if active, err = store.ActiveRuns(ctx, user, thread); err != nil {
 			t.Fatal(err)
 		}
-		if len(active) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("thread %d still has active runs: %+v", thread, active)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(active) == 0
+	}) {
+		t.Fatalf("thread %d still has active runs: %+v", thread, active)
 	}
 	var id int64
 	if err := store.Pool.QueryRow(ctx, "SELECT max(id) FROM runs WHERE thread_id = $1", thread).Scan(&id); err != nil {

@@ -33,9 +33,9 @@ func TestBrowserAgentAsksApprovalWritesTheFileAndListsIt(t *testing.T) {
 	}
 
 	u.act("send with the agent on", chromedp.Steps(
-		trClick(`[data-testid=composer] input[name=agent]`),
-		trSet(trComposer, `Write the plan [[tool:write_file {"path":"plan.md","content":"# Plan\n1. Ship"}]]`),
-		trClick(`[data-testid=send]`),
+		click(`[data-testid=composer] input[name=agent]`),
+		setValue(trComposer, `Write the plan [[tool:write_file {"path":"plan.md","content":"# Plan\n1. Ship"}]]`),
+		click(`[data-testid=send]`),
 	), `location.pathname.startsWith("/t/") && document.querySelector('[data-testid=approval]')`)
 	if got := u.str(`document.querySelector('[data-testid=run-status]')?.dataset.status ?? ""`); got != "waiting" {
 		t.Errorf("while the approval waits the run shows %q, want waiting", got)
@@ -50,8 +50,8 @@ func TestBrowserAgentAsksApprovalWritesTheFileAndListsIt(t *testing.T) {
 	tab := u.newTab()
 	tab.open(u.path(), `document.querySelector('[data-testid=approval] [data-decision=once]')`)
 
-	u.do("allow once", trClick(`[data-testid=approval] [data-decision=once]`),
-		trWaitFor(trLast+`?.dataset.status === "complete" && document.querySelector('[data-testid=file-change]')`))
+	u.do("allow once", click(`[data-testid=approval] [data-decision=once]`),
+		waitFor(trLast+`?.dataset.status === "complete" && document.querySelector('[data-testid=file-change]')`))
 	if got := u.str(`document.querySelector('[data-testid=file-change]').dataset.path + " " + document.querySelector('[data-testid=file-change]').dataset.op`); got != "plan.md created" {
 		t.Errorf("the answer lists %q, want plan.md created", got)
 	}

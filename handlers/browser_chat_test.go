@@ -20,6 +20,7 @@ import (
 	"weft/db"
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 // Real-browser tests of a run's life: streaming, stop, queue, reload,
@@ -72,19 +73,6 @@ func chTokCount(t *testing.T, s string) int {
 	return len(w)
 }
 
-// chWaitLong is waitFor with a longer limit, for a busy machine.
-func chWaitLong(expr string) chromedp.Action[chromedp.Void] {
-	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		deadline := time.Now().Add(chWaitLimit)
-		for {
-			_, err := waitFor(expr)(ctx, t) // retries for 20 s
-			if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
-				return chromedp.Void{}, err
-			}
-		}
-	}
-}
-
 // chTab is one browser tab.
 type chTab struct {
 	t   *testing.T
@@ -110,7 +98,7 @@ func (b chTab) state() string {
 // wait waits until a JavaScript expression is true.
 func (b chTab) wait(what, expr string) {
 	b.t.Helper()
-	b.do(what, chWaitLong(expr))
+	b.do(what, waitFor(expr))
 }
 
 func chEval[T any](b chTab, expr string) T {
@@ -190,9 +178,9 @@ func (b chTab) send(content string) {
 	b.t.Helper()
 	n := b.num(chUsers + `.length`)
 	b.do("send "+content,
-		trRetry(chromedp.SetValue(css(`[data-testid=composer] textarea[name=content]`), content)),
-		trRetry(chromedp.Click(css(`[data-testid=send]`))),
-		chWaitLong(fmt.Sprintf(`%s.length === %d && %s.length === %d && document.querySelector('[data-testid=composer] textarea').value === ""`,
+		setValue(`[data-testid=composer] textarea[name=content]`, content),
+		click(`[data-testid=send]`),
+		waitFor(fmt.Sprintf(`%s.length === %d && %s.length === %d && document.querySelector('[data-testid=composer] textarea').value === ""`,
 			chUsers, n+1, chAnswers, n+1)),
 	)
 }
@@ -210,9 +198,9 @@ func newChatUI(t *testing.T, o testenv.Options) *chatUI {
 	u := &chatUI{chTab: chTab{t: t, ctx: testenv.Browser(t, 60*time.Second)}, app: app, email: "chat@example.com"}
 	u.do("register through the UI",
 		chromedp.Navigate(app.TS.URL+"/register"),
-		trRetry(chromedp.SendKeys(css(`input[name=email]`), u.email)),
-		trRetry(chromedp.SendKeys(css(`input[name=password]`), password)),
-		trRetry(chromedp.Submit(css(`form[data-testid=register]`))),
+		typeInto(`input[name=email]`, u.email),
+		typeInto(`input[name=password]`, password),
+		submit(`form[data-testid=register]`),
 		chromedp.WaitVisible(css(`[data-testid=composer]`)),
 	)
 	return u
@@ -226,9 +214,9 @@ func (u *chatUI) startThread(b chTab, content string) {
 		b.do("open the home page", chromedp.Navigate(u.app.TS.URL+"/"))
 	}
 	b.do("start a thread",
-		trRetry(chromedp.SetValue(css(`[data-testid=composer] textarea[name=content]`), content)),
-		trRetry(chromedp.Click(css(`[data-testid=send]`))),
-		chWaitLong(`location.pathname.startsWith("/t/") && `+chLast),
+		setValue(`[data-testid=composer] textarea[name=content]`, content),
+		click(`[data-testid=send]`),
+		waitFor(`location.pathname.startsWith("/t/") && `+chLast),
 	)
 }
 
@@ -239,29 +227,6 @@ func (u *chatUI) userID() int64 {
 		u.t.Fatal(err)
 	}
 	return usr.ID
-}
-
-// clickUntil performs a click (or key press) until done reports that the
-// server saw its effect. htmx wires the elements it swaps in only after its
-// settle delay, and the run bar is swapped in again when a run's event
-// stream connects, so a click can land on a button that is not live yet
-// (seen on a busy machine); a person would click again.
-func (u *chatUI) clickUntil(what string, click chromedp.Action[chromedp.Void], done func() bool) {
-	u.t.Helper()
-	for attempt := 1; ; attempt++ {
-		u.do(what, click)
-		deadline := time.Now().Add(3 * time.Second)
-		for !done() && time.Now().Before(deadline) {
-			time.Sleep(25 * time.Millisecond)
-		}
-		if done() {
-			return
-		}
-		if attempt == 5 {
-			u.t.Fatalf("%s: no effect after %d clicks%s", what, attempt, u.state())
-		}
-		u.t.Logf("%s: click %d had no effect on the server; clicking again", what, attempt)
-	}
 }
 
 // run reads one of the user's runs from the database.
@@ -278,21 +243,15 @@ func (u *chatUI) run(id int64) db.Run {
 func (u *chatUI) waitIdle(thread int64) {
 	u.t.Helper()
 	user := u.userID()
-	ctx, cancel := context.WithTimeout(context.Background(), chWaitLimit)
-	defer cancel()
-	for {
-		active, err := u.app.Store.ActiveRuns(ctx, user, thread)
-		if err != nil {
+	var active []db.Run
+	if !testwait.Until(chWaitLimit, func() bool {
+		var err error
+		if active, err = u.app.Store.ActiveRuns(context.Background(), user, thread); err != nil {
 			u.t.Fatalf("active runs: %v", err)
 		}
-		if len(active) == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			u.t.Fatalf("runs still active: %+v", active)
-		case <-time.After(50 * time.Millisecond):
-		}
+		return len(active) == 0
+	}) {
+		u.t.Fatalf("runs still active: %+v", active)
 	}
 }
 
@@ -346,7 +305,7 @@ func chLastUser(req *api.ChatRequest) string {
 func chIsTitle(req *api.ChatRequest) bool { return req.Stream != nil && !*req.Stream }
 
 // 1. An answer streams into the page and settles as a complete message.
-func TestBrowserChatStreamsToComplete(t *testing.T) {
+func TestBrowserChatAnAnswerStreamsToComplete(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -399,19 +358,16 @@ func TestBrowserChatStreamsToComplete(t *testing.T) {
 
 // 2. Stop (the button, then Esc) cancels the model request and keeps the
 // partial answer, also after a reload.
-func TestBrowserChatStopAndEscape(t *testing.T) {
+func TestBrowserChatStopAndEscapeCancelAndKeepThePartialAnswer(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	fake := u.app.Fake
 	ctx, cancel := context.WithTimeout(context.Background(), chWaitLimit)
 	defer cancel()
-	cancelled := func(n int) func() bool {
-		return func() bool { return fake.Cancellations() >= n }
-	}
 
 	u.startThread(u.chTab, "[[slow:100ms]][[tokens:200]] stop me")
 	u.wait("a few tokens", chBody(chLast)+`.includes("tok3 ")`)
-	u.clickUntil("click stop", trRetry(chromedp.Click(css(`[data-testid=message][data-role=assistant] [data-testid=stop]`))), cancelled(1))
+	u.do("click stop", click(`[data-testid=message][data-role=assistant] [data-testid=stop]`))
 	if err := fake.WaitCancelled(ctx, 1); err != nil {
 		t.Fatalf("the model request was not cancelled after Stop: %v", err)
 	}
@@ -427,7 +383,7 @@ func TestBrowserChatStopAndEscape(t *testing.T) {
 		t.Error("no Retry on the stopped answer")
 	}
 
-	u.do("reload", chromedp.Reload(), chWaitLong(chLast+` && document.querySelector('[data-testid=composer]')`))
+	u.do("reload", chromedp.Reload(), waitFor(chLast+` && document.querySelector('[data-testid=composer]')`))
 	if got := u.str(chLast + `.dataset.status`); got != "cancelled" {
 		t.Errorf("after reload the answer is %q, want cancelled", got)
 	}
@@ -442,7 +398,7 @@ func TestBrowserChatStopAndEscape(t *testing.T) {
 	// htmx focuses again after the send).
 	u.send("[[slow:100ms]][[tokens:200]] escape me")
 	u.wait("a few tokens of the second answer", chBody(chLast)+`.includes("tok3 ") && `+chLast+`.dataset.status === "streaming"`)
-	u.clickUntil("press Escape", chromedp.KeyEvent(kb.Escape), cancelled(2))
+	u.do("press Escape", pageAct(`[data-testid=stop]`, true, `() => ""`), chromedp.KeyEvent(kb.Escape))
 	if err := fake.WaitCancelled(ctx, 2); err != nil {
 		t.Fatalf("the model request was not cancelled after Esc: %v", err)
 	}
@@ -458,6 +414,8 @@ func TestBrowserChatStopAndEscape(t *testing.T) {
 }
 
 // 3. Closing the tab does not stop the run: it completes in the database.
+// The answer is held at the model until the tab is gone, so the tab closes
+// while the run is certainly active and watched.
 func TestBrowserChatClosingTabKeepsRunning(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
@@ -468,9 +426,8 @@ func TestBrowserChatClosingTabKeepsRunning(t *testing.T) {
 	tabCtx, closeTab := chromedp.NewContext(u.ctx)
 	defer closeTab()
 	other := chTab{t: t, ctx: tabCtx}
-	u.startThread(other, "[[slow:150ms]][[tokens:40]] keep going")
-	release()
-	other.wait("a few tokens", chBody(chLast)+`.includes("tok3 ")`)
+	u.startThread(other, "[[slow:20ms]][[tokens:40]] keep going")
+	testwait.For(t, "the tab's event stream", chWaitLimit, func() bool { return u.app.Handler.OpenStreams() == 1 })
 	thread := other.threadID()
 	run := func() db.Run {
 		active, err := u.app.Store.ActiveRuns(context.Background(), u.userID(), thread)
@@ -480,9 +437,11 @@ func TestBrowserChatClosingTabKeepsRunning(t *testing.T) {
 		return active[0]
 	}()
 	closeTab()
+	testwait.For(t, "the server to see the tab's event stream end", chWaitLimit, func() bool { return u.app.Handler.OpenStreams() == 0 })
 	if r := u.run(run.ID); !r.Active() {
-		t.Logf("note: the run had already ended (%s) when the tab was gone; the machine is slow", r.Status)
+		t.Fatalf("the run ended (%s) before its answer was released", r.Status)
 	}
+	release()
 
 	u.waitIdle(thread)
 	msg, err := u.app.Store.Message(context.Background(), u.userID(), *run.AssistantMessageID)
@@ -504,7 +463,7 @@ func TestBrowserChatClosingTabKeepsRunning(t *testing.T) {
 }
 
 // 4. A reload mid-stream shows the text so far and continues live.
-func TestBrowserChatReloadMidStream(t *testing.T) {
+func TestBrowserChatAReloadMidStreamShowsTheTextSoFarAndContinuesLive(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -513,7 +472,7 @@ func TestBrowserChatReloadMidStream(t *testing.T) {
 	u.wait("some tokens", chBody(chLast)+`.includes("tok5 ") && `+chLast+`.dataset.status === "streaming"`)
 	before := u.str(chBody(chLast))
 
-	u.do("reload", chromedp.Reload(), chWaitLong(chLast))
+	u.do("reload", chromedp.Reload(), waitFor(chLast))
 	u.watchStream()
 	u.wait("the text so far is back",
 		fmt.Sprintf(`%s.length >= %d || %s.dataset.status !== "streaming"`, chBody(chLast), len(before), chLast))
@@ -542,7 +501,7 @@ func TestBrowserChatReloadMidStream(t *testing.T) {
 }
 
 // 5. A second tab on the same thread joins mid-stream; both end identical.
-func TestBrowserChatSecondTab(t *testing.T) {
+func TestBrowserChatASecondTabJoinsMidStreamAndEndsIdentical(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -555,7 +514,7 @@ func TestBrowserChatSecondTab(t *testing.T) {
 	tabCtx, closeTab := chromedp.NewContext(u.ctx)
 	defer closeTab()
 	second := chTab{t: t, ctx: tabCtx}
-	second.do("open the thread in a second tab", chromedp.Navigate(url), chWaitLong(chLast))
+	second.do("open the thread in a second tab", chromedp.Navigate(url), waitFor(chLast))
 	second.watchStream()
 	if !second.yes(chLast + `.dataset.status === "streaming"`) {
 		t.Fatalf("the answer ended before the second tab opened; the machine is too slow for this test%s", second.state())
@@ -588,7 +547,7 @@ func TestBrowserChatSecondTab(t *testing.T) {
 
 // 6. A model error mid-stream keeps the partial text and the error across a
 // reload; Retry answers again.
-func TestBrowserChatErrorPersistsAndRetry(t *testing.T) {
+func TestBrowserChatAFailedAnswerPersistsAndRetryAnswersAgain(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -611,7 +570,7 @@ func TestBrowserChatErrorPersistsAndRetry(t *testing.T) {
 		}
 	}
 	check("live")
-	u.do("reload", chromedp.Reload(), chWaitLong(chLast+` && document.querySelector('[data-testid=composer]')`))
+	u.do("reload", chromedp.Reload(), waitFor(chLast+` && document.querySelector('[data-testid=composer]')`))
 	if got := u.str(chLast + `.dataset.status`); got != "error" {
 		t.Fatalf("after reload the answer is %q, want error", got)
 	}
@@ -624,8 +583,8 @@ func TestBrowserChatErrorPersistsAndRetry(t *testing.T) {
 		return fakeollama.Reply{Chunks: []string{"Second ", "try ", "worked."}, Delay: 50 * time.Millisecond}
 	})
 	old := u.str(chLast + `.dataset.messageId`)
-	u.do("retry", trRetry(chromedp.Click(css(`[data-testid=message][data-role=assistant] [data-testid=retry]`))),
-		chWaitLong(fmt.Sprintf(`%s && %s.dataset.messageId !== "%s" && %s.dataset.status === "streaming"`, chLast, chLast, old, chLast)))
+	u.do("retry", click(`[data-testid=message][data-role=assistant] [data-testid=retry]`),
+		waitFor(fmt.Sprintf(`%s && %s.dataset.messageId !== "%s" && %s.dataset.status === "streaming"`, chLast, chLast, old, chLast)))
 	release()
 	u.wait("the new answer completes", chLast+`.dataset.status === "complete"`)
 	if got := chWords(u.str(chBody(chLast))); got != "Second try worked." {
@@ -640,7 +599,7 @@ func TestBrowserChatErrorPersistsAndRetry(t *testing.T) {
 }
 
 // 7. A model the server does not have: the error says how to get it.
-func TestBrowserChatMissingModel(t *testing.T) {
+func TestBrowserChatAMissingModelSaysHowToGetIt(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -661,7 +620,7 @@ func TestBrowserChatMissingModel(t *testing.T) {
 
 // 8. Sends behind a running answer queue visibly, run in order, one at a
 // time, and a queued one can be cancelled before it starts.
-func TestBrowserChatQueue(t *testing.T) {
+func TestBrowserChatMessagesSentWhileAnswersRunAreQueuedAndCancellable(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	fake := u.app.Fake
@@ -704,8 +663,8 @@ func TestBrowserChatQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.clickUntil("cancel D", chromedp.Evaluate[chromedp.Void](chAnswers+`[3].querySelector('[data-testid=stop]')?.click()`),
-		func() bool { return u.run(runD).Status != db.RunQueued })
+	u.do("cancel D", click(fmt.Sprintf(`[data-testid=message][data-run-id="%d"] [data-testid=stop]`, runD)))
+	testwait.For(t, "D's run to leave the queue", chWaitLimit, func() bool { return u.run(runD).Status != db.RunQueued })
 	if st := u.run(runD).Status; st != db.RunCancelled {
 		t.Fatalf("D's run is %s after Cancel, want cancelled", st)
 	}
@@ -775,7 +734,7 @@ func TestBrowserChatQueue(t *testing.T) {
 }
 
 // 9. The generated title replaces the provisional one without a reload.
-func TestBrowserChatTitleWithoutReload(t *testing.T) {
+func TestBrowserChatTheGeneratedTitleAppearsWithoutAReload(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	release := chHold(t, u.app.Fake, nil)
@@ -806,7 +765,7 @@ func TestBrowserChatTitleWithoutReload(t *testing.T) {
 
 // 10. Hostile model output is shown as text while it streams, rendered
 // safely at the end, and cannot break the event stream.
-func TestBrowserChatRenderingSafety(t *testing.T) {
+func TestBrowserChatHostileOutputStaysTextWhileStreamingAndEndsRenderedSafely(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
 	chunks := []string{
@@ -859,7 +818,7 @@ func TestBrowserChatRenderingSafety(t *testing.T) {
 	if !u.yes(`window.__pwned === undefined`) {
 		t.Fatalf("window.__pwned = %v", u.str(`String(window.__pwned)`))
 	}
-	u.do("reload", chromedp.Reload(), chWaitLong(`document.readyState === "complete"`))
+	u.do("reload", chromedp.Reload(), waitFor(`document.readyState === "complete"`))
 	if loc := u.location(); !strings.Contains(loc, "/t/") {
 		t.Fatalf("after reload the browser is at %q: the session ended", loc)
 	}
@@ -876,7 +835,7 @@ func TestBrowserChatRenderingSafety(t *testing.T) {
 
 // 11. With Ollama unreachable, pages carry a banner that says where Weft
 // looked and how to fix it; the app keeps working.
-func TestBrowserChatOllamaUnreachableBanner(t *testing.T) {
+func TestBrowserChatAnUnreachableOllamaShowsABanner(t *testing.T) {
 	t.Parallel()
 	fake := fakeollama.New(t)
 	fake.SetDown(true) // before the app starts: the model list is cached
@@ -893,7 +852,7 @@ func TestBrowserChatOllamaUnreachableBanner(t *testing.T) {
 	// cannot be held at a fake that is down, so it is read after a reload.)
 	u.startThread(u.chTab, "hello while down")
 	u.waitIdle(u.threadID())
-	u.do("reload", chromedp.Reload(), chWaitLong(chLast))
+	u.do("reload", chromedp.Reload(), waitFor(chLast))
 	if got := u.str(chLast + `.dataset.status`); got != "error" {
 		t.Fatalf("the answer is %q, want error%s", got, u.state())
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -21,57 +20,31 @@ const (
 // waits for cond on the same page.
 func (u *trUI) command(text, cond string) {
 	u.t.Helper()
-	u.do("command "+text, trSet(trComposer, text), trType(trComposer, "\r"), trWaitFor(cond))
+	u.do("command "+text, setValue(trComposer, text), typeInto(trComposer, "\r"), waitFor(cond))
 }
 
 // trOpenDetails opens a <details> element by clicking its summary, and
-// waits until it is open. The click is dispatched to the element itself:
-// a click at coordinates can miss when the page scrolls meanwhile (the
-// thread keeps its scroll at the bottom while an answer's fragments load).
+// waits until it is open.
 func trOpenDetails(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Steps(
-		trWaitFor(`document.querySelector('`+sel+` summary')`),
-		chromedp.Evaluate[chromedp.Void](`(d => { if (!d.open) d.querySelector('summary').click() })(document.querySelector('`+sel+`'))`),
-		trWaitFor(`document.querySelector('`+sel+`').open`),
-	)
-}
-
-// trJSClick clicks the first element matching sel through the DOM.
-func trJSClick(sel string) chromedp.Action[chromedp.Void] {
-	return chromedp.Steps(
-		trWaitFor(`document.querySelector('`+sel+`')`),
-		chromedp.Evaluate[chromedp.Void](`document.querySelector('`+sel+`').click()`),
+		pageAct(sel+` summary`, true, `(summary) => summary.parentElement.open ? "" : (`+clickJS+`)(summary)`),
+		waitFor(`document.querySelector('`+sel+`').open`),
 	)
 }
 
 // saveThreadSettings opens the thread's Context panel, runs fill, saves,
-// and waits for the reloaded page's flash. A save that never reached the
-// server (no navigation within 15 s: a click lost by a busy browser) is
-// done once more.
+// and waits for the reloaded page's flash.
 func (u *trUI) saveThreadSettings(what string, fill ...chromedp.Action[chromedp.Void]) {
 	u.t.Helper()
-	const saved = `!window.__trOld && document.readyState === "complete" &&
-		(document.querySelector('[data-testid=flash]')?.textContent ?? "").includes("Saved")`
-	for attempt := 0; ; attempt++ {
-		u.do(what+" (mark the page)", chromedp.Evaluate[chromedp.Void](`window.__trOld = true`))
-		steps := append([]chromedp.Action[chromedp.Void]{trOpenDetails(`[data-testid=thread-settings]`)}, fill...)
-		steps = append(steps, trJSClick(`[data-testid=thread-settings-save]`))
-		u.do(what, steps...)
-		if err := chromedp.Do(u.ctx, trWaitForWithin(saved, 15*time.Second)); err == nil {
-			return
-		}
-		if attempt == 1 || !u.yes(`window.__trOld`) {
-			u.wait(what, saved) // navigated (or the second try): wait out the full time and report
-			return
-		}
-		u.t.Logf("%s: the save did not reach the server; saving again", what)
-	}
+	steps := append([]chromedp.Action[chromedp.Void]{trOpenDetails(`[data-testid=thread-settings]`)}, fill...)
+	steps = append(steps, click(`[data-testid=thread-settings-save]`))
+	u.act(what, chromedp.Steps(steps...), `(document.querySelector('[data-testid=flash]')?.textContent ?? "").includes("Saved")`)
 }
 
 // commandReload is command for commands that load another page.
 func (u *trUI) commandReload(text, cond string) {
 	u.t.Helper()
-	u.act("command "+text, chromedp.Steps(trSet(trComposer, text), trType(trComposer, "\r")), cond)
+	u.act("command "+text, chromedp.Steps(setValue(trComposer, text), typeInto(trComposer, "\r")), cond)
 }
 
 func TestBrowserContextChooseARoleForAThread(t *testing.T) {
@@ -80,25 +53,25 @@ func TestBrowserContextChooseARoleForAThread(t *testing.T) {
 	u.open("/roles", `document.querySelector('[data-testid=role-create]')`)
 	form := `[data-testid=role-create] `
 	u.act("refuse a bad temperature", chromedp.Steps(
-		trSet(form+`input[name=name]`, "Pirate"),
-		trSet(form+`textarea[name=prompt]`, "Talk like a pirate."),
-		trSet(form+`input[name=temperature]`, "7"),
-		trClick(form+`[data-testid=role-save]`),
+		setValue(form+`input[name=name]`, "Pirate"),
+		setValue(form+`textarea[name=prompt]`, "Talk like a pirate."),
+		setValue(form+`input[name=temperature]`, "7"),
+		click(form+`[data-testid=role-save]`),
 	), `(document.querySelector('[data-testid=error]')?.textContent ?? "").includes("Temperature must be")`)
 	if got := u.str(`document.querySelector('` + form + `textarea[name=prompt]').value`); got != "Talk like a pirate." {
 		t.Fatalf("the refused form lost the prompt: %q", got)
 	}
 	u.act("create the role", chromedp.Steps(
-		trSet(form+`input[name=temperature]`, "0.3"),
-		trClick(form+`[data-testid=role-save]`),
+		setValue(form+`input[name=temperature]`, "0.3"),
+		click(form+`[data-testid=role-save]`),
 	), `[...document.querySelectorAll('[data-testid=role]')].some(r => r.textContent.includes("Pirate"))`)
 
 	u.open("/", `document.querySelector('[data-testid=role-select]')`)
 	pirate := u.str(`[...document.querySelectorAll('[data-testid=role-select] option')].find(o => o.textContent === "Pirate").value`)
 	u.act("start a thread as a pirate", chromedp.Steps(
-		trSet(`[data-testid=role-select]`, pirate),
-		trSet(trComposer, "Where is the treasure?"),
-		trClick(`[data-testid=send]`),
+		setValue(`[data-testid=role-select]`, pirate),
+		setValue(trComposer, "Where is the treasure?"),
+		click(`[data-testid=send]`),
 	), `location.pathname.startsWith("/t/") && `+trLast+`?.dataset.status === "complete"`)
 	req := trRequestFor(t, u.app.Fake, "Where is the treasure?")
 	if req.Messages[0].Role != "system" || req.Messages[0].Content != "Talk like a pirate." || req.Options["temperature"] != 0.3 {
@@ -119,8 +92,8 @@ func TestBrowserContextChooseARoleForAThread(t *testing.T) {
 	}
 	// Choose no role in the thread's settings: the model gets no persona.
 	u.saveThreadSettings("drop the role",
-		trSet(`[data-testid=thread-role]`, ""),
-		trSet(`[data-testid=thread-notes]`, "Answer in French."),
+		setValue(`[data-testid=thread-role]`, ""),
+		setValue(`[data-testid=thread-notes]`, "Answer in French."),
 	)
 	u.send("Bonjour?")
 	req = trRequestFor(t, u.app.Fake, "Bonjour?")
@@ -129,13 +102,13 @@ func TestBrowserContextChooseARoleForAThread(t *testing.T) {
 	}
 }
 
-func TestBrowserContextSlashCommands(t *testing.T) {
+func TestBrowserContextSlashCommandsHelpRefuseAndChangeTheThread(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	u.startThread("hello")
 
 	// Typing "/" shows the commands; typing more narrows them.
-	u.do("type a slash", trType(trComposer, "/co"))
+	u.do("type a slash", typeInto(trComposer, "/co"))
 	u.wait("the help shows /compact only", `!document.querySelector('[data-testid=slash-help]').hidden &&
 		[...document.querySelectorAll('[data-testid=slash-help] li[data-command]')].filter(li => !li.hidden).map(li => li.dataset.command).join() === "/compact"`)
 
@@ -167,14 +140,14 @@ func TestBrowserContextSlashCommands(t *testing.T) {
 
 	thread := u.threadID()
 	u.commandReload("/new", `location.pathname === "/" && location.search.includes("from=`+thread+`")`)
-	u.act("first message of the new thread", chromedp.Steps(trSet(trComposer, "fresh start"), trClick(`[data-testid=send]`)),
+	u.act("first message of the new thread", chromedp.Steps(setValue(trComposer, "fresh start"), click(`[data-testid=send]`)),
 		`location.pathname.startsWith("/t/") && location.pathname !== "/t/`+thread+`" && `+trLast+`?.dataset.status === "complete"`)
 	if req := trRequestFor(t, u.app.Fake, "fresh start"); req.Model != "thinker:latest" {
 		t.Errorf("/new did not keep the model: %q", req.Model)
 	}
 }
 
-func TestBrowserContextCompactionMarker(t *testing.T) {
+func TestBrowserContextCompactionShowsAMarkerThatExpandsToTheSummary(t *testing.T) {
 	t.Parallel()
 	u := newTreeUI(t)
 	u.startThread("one")
@@ -192,7 +165,7 @@ func TestBrowserContextCompactionMarker(t *testing.T) {
 	if u.yes(`document.querySelector('[data-testid=compaction-summary]').checkVisibility()`) {
 		t.Errorf("the summary is shown before the marker is opened")
 	}
-	u.do("open the marker", trClick(`[data-testid=compaction] summary`))
+	u.do("open the marker", click(`[data-testid=compaction] summary`))
 	u.wait("the summary shows", `document.querySelector('[data-testid=compaction-summary]').checkVisibility() &&
 		document.querySelector('[data-testid=compaction-summary]').textContent.startsWith("Summary: ")`)
 	if got := u.num(trMsgs + `.length`); got != 4 {
@@ -206,7 +179,7 @@ func TestBrowserContextCompactionMarker(t *testing.T) {
 	// Automatic: with a small context window the third long question does
 	// not fit; the summary is written first and its marker appears without
 	// a reload.
-	u.saveThreadSettings("a small context window", trSet(`[data-testid=thread-num-ctx]`, "1024"))
+	u.saveThreadSettings("a small context window", setValue(`[data-testid=thread-num-ctx]`, "1024"))
 	markers := u.num(`document.querySelectorAll('[data-testid=compaction]').length`)
 	u.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__cxSame = true`))
 	for i := range 3 {

@@ -35,9 +35,9 @@ func TestBrowserDroppedFilesJoinTheComposerAndUploadToAKnowledgeBase(t *testing.
 	u := &trUI{t: t, ctx: testenv.Browser(t, 60*time.Second), app: app}
 	u.do("register",
 		chromedp.Navigate(app.TS.URL+"/register"),
-		trType(`input[name=email]`, "drop@example.com"),
-		trType(`input[name=password]`, password),
-		trRetry(chromedp.Submit(css(`form[data-testid=register]`))),
+		typeInto(`input[name=email]`, "drop@example.com"),
+		typeInto(`input[name=password]`, password),
+		submit(`form[data-testid=register]`),
 		chromedp.WaitVisible(css(`[data-testid=composer]`)),
 	)
 	if !u.yes(dropJS(`[data-testid=composer]`, "notes.md")) {
@@ -48,8 +48,8 @@ func TestBrowserDroppedFilesJoinTheComposerAndUploadToAKnowledgeBase(t *testing.
 
 	u.open("/kb", `document.querySelector('[data-testid=kb-create]')`)
 	u.act("create a knowledge base", chromedp.Steps(
-		trSet(`[data-testid=kb-create] input[name=name]`, "Dropped"),
-		trClick(`[data-testid=kb-create] button[type=submit]`),
+		setValue(`[data-testid=kb-create] input[name=name]`, "Dropped"),
+		click(`[data-testid=kb-create] button[type=submit]`),
 	), `location.pathname.startsWith("/kb/") && document.querySelector('[data-testid=kb-upload]')`)
 	u.act("drop a file on the upload form", chromedp.Evaluate[chromedp.Void](dropJS(`[data-testid=kb-upload]`, "dropped.md")),
 		`document.querySelector('[data-testid=kb-document]')`)

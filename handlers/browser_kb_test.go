@@ -25,15 +25,15 @@ func TestBrowserKnowledgeBaseFromUploadToCitation(t *testing.T) {
 	u := &trUI{t: t, ctx: testenv.Browser(t, 90*time.Second), app: app}
 	u.do("register",
 		chromedp.Navigate(app.TS.URL+"/register"),
-		trType(`input[name=email]`, "kb@example.com"),
-		trType(`input[name=password]`, password),
-		trRetry(chromedp.Submit(css(`form[data-testid=register]`))),
+		typeInto(`input[name=email]`, "kb@example.com"),
+		typeInto(`input[name=password]`, password),
+		submit(`form[data-testid=register]`),
 		chromedp.WaitVisible(css(`[data-testid=composer]`)),
 	)
 	u.open("/kb", `document.querySelector('[data-testid=kb-create]')`)
 	u.act("create a knowledge base", chromedp.Steps(
-		trSet(`[data-testid=kb-create] input[name=name]`, "Travel"),
-		trClick(`[data-testid=kb-create] button[type=submit]`),
+		setValue(`[data-testid=kb-create] input[name=name]`, "Travel"),
+		click(`[data-testid=kb-create] button[type=submit]`),
 	), `location.pathname.startsWith("/kb/") && document.querySelector('[data-testid=kb-upload]')`)
 
 	dir := t.TempDir()
@@ -54,8 +54,8 @@ func TestBrowserKnowledgeBaseFromUploadToCitation(t *testing.T) {
 	}
 	mustChunk := `document.querySelector('[data-testid=kb-document]')`
 	u.act("upload", chromedp.Steps(
-		trRetry(chromedp.SetUploadFiles(css(`[data-testid=kb-upload] input[name=files]`), []string{file})),
-		trClick(`[data-testid=kb-upload] button[type=submit]`),
+		uploadFiles(`[data-testid=kb-upload] input[name=files]`, []string{file}),
+		click(`[data-testid=kb-upload] button[type=submit]`),
 	), mustChunk)
 	u.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__kbSame = true`))
 	// Ingestion shows its progress live, then the document is ready.
@@ -76,15 +76,15 @@ func TestBrowserKnowledgeBaseFromUploadToCitation(t *testing.T) {
 	// Ask from a new thread with the knowledge base ticked in the composer.
 	u.open("/", `document.querySelector('[data-testid=kb-pick]')`)
 	u.act("ask", chromedp.Steps(
-		trClick(`[data-testid=composer] input[name=kb]`),
-		trSet(trComposer, "Which tram goes through Alfama?"),
-		trClick(`[data-testid=send]`),
+		click(`[data-testid=composer] input[name=kb]`),
+		setValue(trComposer, "Which tram goes through Alfama?"),
+		click(`[data-testid=send]`),
 	), `location.pathname.startsWith("/t/") && `+trLast+`?.dataset.status === "complete" && `+trLast+`.querySelector('[data-testid=citation]')`)
 	if got := u.str(trLast + `.dataset.route`); got != "rag" {
 		t.Errorf("the answer's route is %q, want rag", got)
 	}
 	doc := u.str(trLast + `.querySelector('[data-testid=citation]').dataset.documentId`)
-	u.act("open the citation", trClick(`[data-testid=message][data-role=assistant] [data-testid=citation]`),
+	u.act("open the citation", click(`[data-testid=message][data-role=assistant] [data-testid=citation]`),
 		`document.querySelector('[data-testid=source]')`)
 	for _, want := range []string{"lisbon.md", "Tram 28 climbs from Martim Moniz", "Trams"} {
 		if !u.yes(`document.querySelector('[data-testid=source]').textContent.includes(` + jsString(want) + `)`) {

@@ -28,9 +28,9 @@ func TestBrowserAttachAnImageAndAPDFThenReadTheAnswerAloud(t *testing.T) {
 	}
 	files := `[data-testid=composer] input[name=files]`
 	u.act("send an image and a PDF", chromedp.Steps(
-		trSet(trComposer, "What do these show?"),
-		trRetry(chromedp.SetUploadFiles(css(files), []string{img, pdf})),
-		trClick(`[data-testid=send]`),
+		setValue(trComposer, "What do these show?"),
+		uploadFiles(files, []string{img, pdf}),
+		click(`[data-testid=send]`),
 	), `location.pathname.startsWith("/t/") && `+trLast+`?.dataset.status === "complete"`)
 	u.wait("both attachments with the image's thumbnail", `document.querySelectorAll('[data-testid=attachment]').length === 2 &&
 		document.querySelector('[data-testid=attachment][data-kind=image] img')?.naturalWidth > 0`)
@@ -44,10 +44,10 @@ func TestBrowserAttachAnImageAndAPDFThenReadTheAnswerAloud(t *testing.T) {
 
 	// In the thread the composer sends through htmx: a file still goes.
 	u.do("send a file in the thread",
-		trSet(trComposer, "And this note?"),
-		trRetry(chromedp.SetUploadFiles(css(files), []string{pdf})),
-		trClick(`[data-testid=send]`),
-		trWaitFor(trAnswers+`.length === 2 && `+trLast+`.dataset.status === "complete"`),
+		setValue(trComposer, "And this note?"),
+		uploadFiles(files, []string{pdf}),
+		click(`[data-testid=send]`),
+		waitFor(trAnswers+`.length === 2 && `+trLast+`.dataset.status === "complete"`),
 	)
 	if n := u.num(`document.querySelectorAll('[data-testid=attachment]').length`); n != 3 {
 		t.Errorf("%d attachments shown after the second send, want 3", n)
@@ -58,7 +58,7 @@ func TestBrowserAttachAnImageAndAPDFThenReadTheAnswerAloud(t *testing.T) {
 
 	// Read aloud: audio appears on the answer and plays.
 	u.do("read the answer aloud", chromedp.Evaluate[chromedp.Void](trLast+`.querySelector('[data-testid=read-aloud]').click()`),
-		trWaitFor(trLast+`.querySelector('[data-testid=media][data-status=ready] audio')`))
+		waitFor(trLast+`.querySelector('[data-testid=media][data-status=ready] audio')`))
 	u.wait("the audio plays", `(a => { if (a.paused) a.play(); return a.duration > 0 && a.currentTime > 0 })(`+
 		trLast+`.querySelector('[data-testid=media] audio'))`)
 }

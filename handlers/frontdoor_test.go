@@ -17,19 +17,8 @@ import (
 
 	"weft/handlers"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
-
-// waitUntil polls cond until it holds or the deadline passes.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 func randomMethod(n int) string {
 	const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -319,10 +308,10 @@ func TestTitleWaitsAreForOwnThreadsOnlyAndEndWithTheRequest(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitUntil(t, "the owner's title wait", func() bool { return app.RT.TitleWaiters() == 1 })
+	testwait.For(t, "the owner's title wait", 10*time.Second, func() bool { return app.RT.TitleWaiters() == 1 })
 	cancel()
 	<-done
-	waitUntil(t, "the waiter to be removed", func() bool { return app.RT.TitleWaiters() == 0 })
+	testwait.For(t, "the waiter to be removed", 10*time.Second, func() bool { return app.RT.TitleWaiters() == 0 })
 }
 
 // openStream opens a run's event stream and returns its status, a reader
@@ -368,7 +357,7 @@ func TestEventStreamsAreCappedPerUserAndAClosedOneFreesItsSlot(t *testing.T) {
 		t.Fatalf("another user's stream = %d", so)
 	}
 	close1()
-	waitUntil(t, "the closed stream's slot", func() bool { return app.Handler.OpenStreams() == 1 })
+	testwait.For(t, "the closed stream's slot", 10*time.Second, func() bool { return app.Handler.OpenStreams() == 1 })
 	s4, _, close4 := openStream(t, c, run)
 	defer close4()
 	if s4 != http.StatusOK {
@@ -403,7 +392,7 @@ func TestLoggingOutEndsTheSessionsOpenEventStreams(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the event stream kept running 5 s after logout")
 	}
-	waitUntil(t, "the stream's slot to be freed", func() bool { return app.Handler.OpenStreams() == 0 })
+	testwait.For(t, "the stream's slot to be freed", 10*time.Second, func() bool { return app.Handler.OpenStreams() == 0 })
 }
 
 func TestTheFirstAccountNeedsTheSetupTokenOnlyWhenOneWasIssued(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"weft/db"
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 	"weft/rag"
 )
 
@@ -54,24 +55,17 @@ func upload(t *testing.T, c *testenv.Client, kb int64, files map[string]string) 
 // waitDocs waits until no document of the knowledge base is queued or processing.
 func waitDocs(t *testing.T, store *db.DB, user, kb int64) []db.Document {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		docs, err := store.Documents(context.Background(), user, kb)
-		if err != nil {
+	var docs []db.Document
+	if !testwait.Until(30*time.Second, func() bool {
+		var err error
+		if docs, err = store.Documents(context.Background(), user, kb); err != nil {
 			t.Fatal(err)
 		}
-		busy := false
-		for _, d := range docs {
-			busy = busy || d.Status == db.DocQueued || d.Status == db.DocProcessing
-		}
-		if !busy {
-			return docs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("documents still being ingested: %+v", docs)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return !testenv.Ingesting(docs)
+	}) {
+		t.Fatalf("documents still being ingested: %+v", docs)
 	}
+	return docs
 }
 
 // citingScript answers rag requests citing source 1, others as usual.

@@ -15,6 +15,7 @@ import (
 
 	"weft/db"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 	"weft/media"
 )
 
@@ -78,25 +79,22 @@ func (e *mediaEnv) attachments(msg int64) []db.Attachment {
 // media waits for the answer's media to settle.
 func (e *mediaEnv) media(msg int64, n int) []db.Media {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var list []db.Media
+	if !testwait.Until(30*time.Second, func() bool {
 		m, err := e.app.Store.MediaOf(context.Background(), e.user.ID, []int64{msg})
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		list := m[msg]
+		list = m[msg]
 		done := len(list) >= n
 		for _, md := range list {
 			done = done && md.Status != db.MediaPending
 		}
-		if done {
-			return list
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("media of message %d: %+v", msg, list)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return done
+	}) {
+		e.t.Fatalf("media of message %d: %+v", msg, list)
 	}
+	return list
 }
 
 func TestAttachmentsAreSniffedLimitedAndServedSafely(t *testing.T) {
@@ -242,7 +240,16 @@ func TestUnusedFilesAreCollectedAndDeletingReleasesThem(t *testing.T) {
 		}
 		return id
 	}()
-	time.Sleep(5 * time.Millisecond)
+	// Collect keeps files younger than UnsentAfter (1 ms here), which may
+	// be still referenced a moment later: wait until the orphan is older.
+	testwait.For(t, "the orphan file to be older than UnsentAfter", 0, func() bool {
+		old := false
+		_ = e.app.Media.Blobs.Walk(func(sha string, _ int64, mod time.Time) error {
+			old = old || sha == orphan && time.Since(mod) > time.Millisecond
+			return nil
+		})
+		return old
+	})
 	rep, err := e.app.Media.Collect(ctx)
 	if err != nil {
 		t.Fatal(err)

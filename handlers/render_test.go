@@ -14,6 +14,7 @@ import (
 
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 	"weft/views"
 )
 
@@ -116,22 +117,18 @@ func TestAFinishedAnswerIsStoredRenderedBeforeAnyPageView(t *testing.T) {
 	})
 	newThread(t, app)
 	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var stored *string
-		var version int
-		err := app.Store.Pool.QueryRow(ctx, `SELECT body_html, body_html_version FROM messages
+	var stored *string
+	var version int
+	var err error
+	if !testwait.Until(20*time.Second, func() bool {
+		err = app.Store.Pool.QueryRow(ctx, `SELECT body_html, body_html_version FROM messages
 			WHERE role = 'assistant' AND status = 'complete'`).Scan(&stored, &version)
-		if err == nil && stored != nil {
-			if version != views.RendererVersion || !strings.Contains(*stored, "<strong>the answer</strong>") {
-				t.Fatalf("stored %q (version %d)", *stored, version)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no stored rendering of the finished answer (last error %v)", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil && stored != nil
+	}) {
+		t.Fatalf("no stored rendering of the finished answer (last error %v)", err)
+	}
+	if version != views.RendererVersion || !strings.Contains(*stored, "<strong>the answer</strong>") {
+		t.Fatalf("stored %q (version %d)", *stored, version)
 	}
 }
 

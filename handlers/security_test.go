@@ -84,7 +84,7 @@ func TestErrorPagesNeverShowInternals(t *testing.T) {
 	}
 }
 
-func TestHealthReadinessAndMetrics(t *testing.T) {
+func TestHealthReadinessAndMetricsEndpointsAnswer(t *testing.T) {
 	t.Parallel()
 	ts := testenv.Server(t, testenv.NewDB(t), handlers.Config{})
 	c := testenv.NewClient(t, ts.URL)

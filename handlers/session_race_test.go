@@ -1,7 +1,6 @@
 package handlers_test
 
 import (
-	"context"
 	"net/url"
 	"regexp"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 // A request that was open while another stored something in the session
@@ -52,15 +52,7 @@ func TestALongRequestEndingLaterDoesNotUndoWhatAnotherStoredInTheSession(t *test
 		}
 		polled <- err
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for app.RT.TitleWaiters() == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the title poll never waited")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	testwait.For(t, "the title poll to wait", 20*time.Second, func() bool { return app.RT.TitleWaiters() > 0 })
 
 	if r := c.HTMX("/t/"+thread+"/messages", url.Values{"content": {"/model tiny"}}); r.StatusCode >= 400 {
 		t.Fatalf("/model = %d %s", r.StatusCode, r.Body)

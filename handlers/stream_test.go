@@ -2,11 +2,13 @@ package handlers_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"html"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 // sseEvent is one parsed server-sent event.
@@ -145,11 +148,22 @@ func TestLateAndEarlySubscribersSeeEveryTokenExactlyOnce(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	results := make([]string, 3)
-	for i, delay := range []time.Duration{0, 500 * time.Millisecond, 1200 * time.Millisecond} {
+	// Each subscriber joins once the model has sent that many of the
+	// answer's lines: at the start, a third and two thirds in.
+	for i, sent := range []int{0, 40, 80} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(delay)
+			ctx, cancel := context.WithTimeout(context.Background(), testwait.Timeout)
+			defer cancel()
+			if err := app.Fake.WaitFor(ctx, func(recs []fakeollama.Recorded) bool {
+				return slices.ContainsFunc(recs, func(r fakeollama.Recorded) bool {
+					return chLastUser(r.Chat) == "[[slow:15ms]][[tokens:120]]" && r.ChunksSent >= sent
+				})
+			}); err != nil {
+				t.Errorf("subscriber %d: the model never sent %d lines: %v", i, sent, err)
+				return
+			}
 			text, done := streamedText(readEvents(t, c, "/runs/"+run+"/events", nil))
 			if !strings.Contains(done, `data-status="complete"`) {
 				t.Errorf("subscriber %d: done = %.300s", i, done)

@@ -10,6 +10,7 @@ import (
 
 	"weft/db"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 	"weft/media"
 	"weft/rag"
 )
@@ -22,9 +23,14 @@ func TestSlowMediaJobsDoNotHoldUpIngestion(t *testing.T) {
 	ctx := context.Background()
 	store := testenv.NewDB(t)
 	var started atomic.Int32
+	reached := make(chan struct{}, 3) // one per read-aloud job
 	release := make(chan struct{})
 	tts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		started.Add(1)
+		select {
+		case reached <- struct{}{}:
+		default:
+		}
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -58,13 +64,7 @@ func TestSlowMediaJobsDoNotHoldUpIngestion(t *testing.T) {
 			t.Fatalf("read aloud: %+v %v", md, err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for started.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no read-aloud job reached the speech server")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Recv(t, "a read-aloud job to reach the speech server", 30*time.Second, reached)
 
 	kb := e.kb(e.user, e.ws, "Manuals", "embedder")
 	if d := e.wait(e.user, e.add(e.user, kb, "a.md", "# A\n\nSome text about rivers.")); d.Status != db.DocReady {

@@ -22,6 +22,7 @@ import (
 	"weft/internal/hostile"
 	"weft/internal/jobs"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 	"weft/rag"
 )
 
@@ -108,20 +109,17 @@ func (e *env) add(user db.User, kb db.KnowledgeBase, name, content string) db.Do
 
 func (e *env) wait(user db.User, doc db.Document) db.Document {
 	e.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		d, err := e.store.Document(context.Background(), user.ID, doc.ID)
-		if err != nil {
+	var d db.Document
+	if !testwait.Until(90*time.Second, func() bool {
+		var err error
+		if d, err = e.store.Document(context.Background(), user.ID, doc.ID); err != nil {
 			e.t.Fatal(err)
 		}
-		if d.Status == db.DocReady || d.Status == db.DocFailed {
-			return d
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("document %d still %s (%.0f%%)", d.ID, d.Status, d.Progress*100)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return d.Status == db.DocReady || d.Status == db.DocFailed
+	}) {
+		e.t.Fatalf("document %d still %s (%.0f%%)", d.ID, d.Status, d.Progress*100)
 	}
+	return d
 }
 
 // sections is a Markdown document with n sections about distinct things.
@@ -259,11 +257,10 @@ func TestChangingTheEmbeddingModelReembedsAndSwapsAtOnce(t *testing.T) {
 	if err := e.store.StartReembed(ctx, e.user.ID, kb.ID, "embedder-small", 64, e.svc.EnqueueReembed(ctx)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(t, "the move to embedder-small", 30*time.Second, func() bool {
 		kb, _ = e.store.KB(ctx, e.user.ID, kb.ID)
 		if kb.PendingModel == "" {
-			break
+			return true
 		}
 		// Until the swap, every retrieval uses one complete generation.
 		res, err := e.svc.Search(ctx, rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: "widget3", All: true})
@@ -273,11 +270,8 @@ func TestChangingTheEmbeddingModelReembedsAndSwapsAtOnce(t *testing.T) {
 		if len(res) == 0 {
 			t.Fatalf("retrieval found nothing during the move")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still moving to %s", kb.PendingModel)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 	if kb.EmbedModel != "embedder-small" || kb.Dims != 64 || kb.Generation != 2 || kb.PendingError != "" {
 		t.Fatalf("after the move: %+v", kb)
 	}
@@ -496,24 +490,22 @@ func TestAnXrefBombFailsItsDocumentOnceWithAClearMessageAndIsNotRetried(t *testi
 		t.Fatalf("document %s %q, want failed with %q", d.Status, d.Error, want)
 	}
 	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var state string
-		var attempt int
+	var state string
+	var attempt int
+	if !testwait.Until(30*time.Second, func() bool {
 		err := e.store.Pool.QueryRow(ctx, "SELECT state, attempt FROM river_job WHERE kind = 'kb_ingest' AND (args->>'document_id')::bigint = $1", doc.ID).Scan(&state, &attempt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if state == "cancelled" {
-			if attempt != 1 {
-				t.Errorf("the job ran %d times, want once", attempt)
-			}
-			break
-		}
-		if state != "running" || time.Now().After(deadline) {
+		if state != "cancelled" && state != "running" {
 			t.Fatalf("the job is %s after %d attempts, want cancelled after one", state, attempt)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return state == "cancelled"
+	}) {
+		t.Fatalf("the job is still %s after %d attempts, want cancelled after one", state, attempt)
+	}
+	if attempt != 1 {
+		t.Errorf("the job ran %d times, want once", attempt)
 	}
 	// The server still ingests the next document.
 	if d := e.wait(e.user, e.add(e.user, kb, "fine.md", "# Fine\n\nA document that reads.")); d.Status != db.DocReady {

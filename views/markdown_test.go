@@ -80,7 +80,7 @@ var hostileContexts = []struct {
 	{"table cell", func(s string) string { return "| a |\n|---|\n| " + s + " |" }},
 }
 
-func TestRenderMarkdownHostile(t *testing.T) {
+func TestRenderMarkdownLeavesHostileInputInertInEveryContext(t *testing.T) {
 	for _, tc := range hostileMarkdown {
 		for _, ctx := range hostileContexts {
 			if tc.blockOnly && (ctx.name == "inline" || ctx.name == "table cell") {
@@ -157,7 +157,7 @@ func TestRenderMarkdownSSELookalike(t *testing.T) {
 
 // The policy on its own (if goldmark ever let HTML through) still strips
 // what the brief forbids.
-func TestMarkdownPolicyAlone(t *testing.T) {
+func TestTheHTMLPolicyAloneStripsWhatMarkdownMustNotLetThrough(t *testing.T) {
 	for _, tc := range hostileMarkdown {
 		out := markdownPolicy.Sanitize(tc.src)
 		assertInertWith(t, out, false)
@@ -183,7 +183,7 @@ func TestMarkdownPolicyAlone(t *testing.T) {
 	}
 }
 
-func TestRenderMarkdownPositive(t *testing.T) {
+func TestRenderMarkdownRendersCommonMarkdownAsHTML(t *testing.T) {
 	tests := []struct {
 		name string
 		src  string
@@ -258,7 +258,7 @@ func TestRenderMarkdownShowsRawHTMLAsText(t *testing.T) {
 	}
 }
 
-func TestRenderMarkdownEmpty(t *testing.T) {
+func TestRenderMarkdownOfBlankTextIsEmpty(t *testing.T) {
 	for _, src := range []string{"", " ", "\n\n"} {
 		if out := RenderMarkdown(src); out != "" {
 			t.Errorf("RenderMarkdown(%q) = %q, want empty", src, out)
@@ -266,7 +266,7 @@ func TestRenderMarkdownEmpty(t *testing.T) {
 	}
 }
 
-func TestMarkdownComponent(t *testing.T) {
+func TestTheMarkdownComponentRendersLikeRenderMarkdown(t *testing.T) {
 	src := "# T\n\n```go\nx := `<i>`\n```"
 	var buf bytes.Buffer
 	if err := Markdown(src).Render(context.Background(), &buf); err != nil {
@@ -277,7 +277,7 @@ func TestMarkdownComponent(t *testing.T) {
 	}
 }
 
-func TestRenderMarkdownConcurrent(t *testing.T) {
+func TestRenderMarkdownGivesTheSameHTMLFromManyGoroutines(t *testing.T) {
 	want := RenderMarkdown(benchAnswer)
 	var wg sync.WaitGroup
 	for range 8 {

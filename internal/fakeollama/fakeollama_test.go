@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/ollama/ollama/api"
+
+	"weft/internal/testwait"
 )
 
 func client(t testing.TB, s *Server) *api.Client {
@@ -134,7 +136,7 @@ func TestStreamEchoJoinsBackExactly(t *testing.T) {
 	}
 }
 
-func TestWireFormat(t *testing.T) {
+func TestAChatStreamIsNDJSONWithOneObjectPerLine(t *testing.T) {
 	// Checks the raw bytes: NDJSON content type, one JSON object per line.
 	s := New(t)
 	resp, err := http.Post(s.URL+"/api/chat", "application/json",
@@ -178,7 +180,7 @@ func TestWireFormat(t *testing.T) {
 	}
 }
 
-func TestTokensAndSlow(t *testing.T) {
+func TestTokensAndSlowDirectivesSetTheChunksAndTheirPace(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	start := time.Now()
@@ -203,7 +205,7 @@ func TestTokensAndSlow(t *testing.T) {
 	}
 }
 
-func TestTokenDelayOption(t *testing.T) {
+func TestWithTokenDelayWaitsBeforeEveryChunk(t *testing.T) {
 	s := New(t, WithTokenDelay(25*time.Millisecond))
 	c := client(t, s)
 	start := time.Now()
@@ -215,7 +217,7 @@ func TestTokenDelayOption(t *testing.T) {
 	}
 }
 
-func TestThinking(t *testing.T) {
+func TestAThinkingModelStreamsItsThinkingBeforeItsAnswer(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	rs, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "thinker", Messages: user("why? [[think]]")})
@@ -251,7 +253,7 @@ func TestThinking(t *testing.T) {
 	}
 }
 
-func TestCapabilityErrors(t *testing.T) {
+func TestAModelRefusesWhatItCannotDoWithOllamasErrors(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	tool := api.Tool{Type: "function", Function: api.ToolFunction{Name: "f"}}
@@ -311,7 +313,7 @@ func TestModelNamesMatchLikeOllama(t *testing.T) {
 	}
 }
 
-func TestToolCalls(t *testing.T) {
+func TestToolDirectivesBecomeToolCallsOnALineOfTheirOwn(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	tools := api.Tools{{Type: "function", Function: api.ToolFunction{Name: "get_weather"}}}
@@ -372,7 +374,7 @@ func TestToolCalls(t *testing.T) {
 	}
 }
 
-func TestErrorBefore(t *testing.T) {
+func TestErrorBeforeRepliesWithOllamasStatusError(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	n := 0
@@ -410,7 +412,7 @@ func TestErrorBefore(t *testing.T) {
 	}
 }
 
-func TestErrorAfter(t *testing.T) {
+func TestErrorAfterEndsTheStreamWithAnErrorLine(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	var got []string
@@ -462,7 +464,7 @@ func TestErrorAfter(t *testing.T) {
 	}
 }
 
-func TestCancelMidStream(t *testing.T) {
+func TestACancelledClientStopsTheStreamMidway(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	ctx, cancel := context.WithCancel(ctxT(t))
@@ -524,7 +526,7 @@ func TestCallbackErrorAbandonsStream(t *testing.T) {
 	}
 }
 
-func TestCancelBeforeFirstChunk(t *testing.T) {
+func TestACancelBeforeTheFirstChunkIsTheClientsError(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	ctx, cancel := context.WithTimeout(ctxT(t), 100*time.Millisecond)
@@ -550,7 +552,7 @@ func TestCancelBeforeFirstChunk(t *testing.T) {
 	}
 }
 
-func TestHang(t *testing.T) {
+func TestAHangingReplyStaysOpenUntilTheClientCancels(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	ctx, cancel := context.WithCancel(ctxT(t))
@@ -572,25 +574,25 @@ func TestHang(t *testing.T) {
 	if err := s.WaitChunks(ctxT(t), 0, 2); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		t.Fatalf("Chat returned while hanging: %v", err)
-	case <-time.After(100 * time.Millisecond):
-	}
+	testwait.For(t, "the client to read both tokens", 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 2
+	})
 	if s.ActiveStreams() != 1 {
 		t.Errorf("active = %d", s.ActiveStreams())
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Chat did not return after cancel")
+	if err := testwait.Recv(t, "Chat to return after cancel", 5*time.Second, done); err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v", err)
 	}
 	if err := s.WaitCancelled(ctxT(t), 1); err != nil {
 		t.Fatal(err)
+	}
+	// Only the cancel ended the reply: one that ended by itself (a done
+	// line, a closed stream) is not recorded as cancelled.
+	if r := s.Requests()[0]; r.Completed || !r.Cancelled {
+		t.Errorf("the hanging reply ended by itself: %+v", r)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -635,7 +637,7 @@ func TestCloseCutsHangingStreams(t *testing.T) {
 	s.Close() // idempotent
 }
 
-func TestNonStreaming(t *testing.T) {
+func TestANonStreamedReplyIsOneJSONObjectWithEverythingJoined(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	rs, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "tiny", Stream: ptr(false), Messages: []api.Message{
@@ -696,7 +698,7 @@ func TestNonStreaming(t *testing.T) {
 	}
 }
 
-func TestScriptAndRecording(t *testing.T) {
+func TestAScriptAnswersAndEveryRequestIsRecordedAsSent(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	s := New(t, WithScript(func(req *api.ChatRequest) Reply {
@@ -748,7 +750,7 @@ func TestScriptAndRecording(t *testing.T) {
 	}
 }
 
-func TestTokenCounting(t *testing.T) {
+func TestTokensOfCountsRunesPerTokenPlusAnOverheadPerMessage(t *testing.T) {
 	msg := []api.Message{{Role: "user", Content: "abcdefghi"}} // 9 runes
 	if got := TokensOf(0, msg); got != MessageOverhead+3 {
 		t.Errorf("default cpt: %d", got)
@@ -821,7 +823,7 @@ func longMsgs() []api.Message {
 	}
 }
 
-func TestTruncation(t *testing.T) {
+func TestALongHistoryIsTruncatedFromTheFrontToFitTheContextWindow(t *testing.T) {
 	s := New(t, WithModels(Model{Name: "small", ContextLength: 100, CharsPerToken: 1}))
 	c := client(t, s)
 	var mu sync.Mutex
@@ -911,7 +913,7 @@ func TestTruncation(t *testing.T) {
 	}
 }
 
-func TestTruncateFalse(t *testing.T) {
+func TestTruncateFalseRefusesAPromptThatDoesNotFit(t *testing.T) {
 	s := New(t, WithModels(Model{Name: "small", ContextLength: 100, CharsPerToken: 1}))
 	c := client(t, s)
 	called := 0
@@ -970,7 +972,7 @@ func TestTruncateFalse(t *testing.T) {
 	}
 }
 
-func TestDefaultContextWindow(t *testing.T) {
+func TestTheContextWindowIsTheRequestsNumCtxOrOllamasDefault(t *testing.T) {
 	s := New(t, WithModels(
 		Model{Name: "big", ContextLength: 8192, CharsPerToken: 1},
 		Model{Name: "short", ContextLength: 50, CharsPerToken: 1},
@@ -1012,7 +1014,7 @@ func TestDefaultContextWindow(t *testing.T) {
 	}
 }
 
-func TestSummaryReply(t *testing.T) {
+func TestASummaryRequestGetsASummaryAndATitleRequestATitle(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	convo := []api.Message{
@@ -1053,7 +1055,7 @@ func TestSummaryReply(t *testing.T) {
 	}
 }
 
-func TestLoadAndUnload(t *testing.T) {
+func TestAnEmptyChatLoadsTheModelAndKeepAliveZeroUnloadsIt(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	rs, err := collect(t, c, ctxT(t), &api.ChatRequest{Model: "tiny"})
@@ -1084,7 +1086,7 @@ func TestLoadAndUnload(t *testing.T) {
 	}
 }
 
-func TestListShowVersion(t *testing.T) {
+func TestListShowAndVersionDescribeTheModelsLikeOllama(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	ctx := ctxT(t)
@@ -1171,7 +1173,7 @@ func TestListShowVersion(t *testing.T) {
 	}
 }
 
-func TestWithModels(t *testing.T) {
+func TestWithModelsReplacesTheModelsAndTheirCapabilities(t *testing.T) {
 	s := New(t, WithModels(
 		Model{Name: "qwen3:0.6b", Capabilities: []string{"completion", "thinking", "tools"}, ContextLength: 40960, Family: "qwen3"},
 		Model{Name: "me/custom"},
@@ -1203,7 +1205,7 @@ func TestWithModels(t *testing.T) {
 	}
 }
 
-func TestEmbed(t *testing.T) {
+func TestEmbedGivesOneNormalizedVectorPerInput(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	ctx := ctxT(t)
@@ -1273,7 +1275,7 @@ func cosine(a, b []float32) float64 {
 	return s
 }
 
-func TestVectorBasics(t *testing.T) {
+func TestVectorsHaveTheAskedDimensionAndUnitLength(t *testing.T) {
 	for _, dim := range []int{1, 7, 64, 256, 1024} {
 		for _, in := range []string{"hello", "Sourdough bread, baked at 230 °C.", "東京都に行く", "x", strings.Repeat("word ", 500)} {
 			v := Vector(in, dim)
@@ -1338,7 +1340,7 @@ func TestVectorBasics(t *testing.T) {
 	}
 }
 
-func TestWords(t *testing.T) {
+func TestWordsLowercasesStemsAndSplitsCJKIntoBigrams(t *testing.T) {
 	var got []string
 	for _, w := range words("Don't STOP me now: the café's 2 V8 engines... 東京都 に 日本") {
 		got = append(got, w.text)
@@ -1349,10 +1351,10 @@ func TestWords(t *testing.T) {
 	}
 }
 
-// TestVectorSimilarity checks that the embedder behaves like a (weak)
+// TestAQuestionIsClosestToThePassageThatAnswersIt checks that the embedder behaves like a (weak)
 // embedding model: a question is closer to the passage that answers it
 // than to passages about other things, in both default dimensions.
-func TestVectorSimilarity(t *testing.T) {
+func TestAQuestionIsClosestToThePassageThatAnswersIt(t *testing.T) {
 	passages := []string{
 		"To fix a flat bicycle tire, take the wheel off, find the puncture in the inner tube and patch it, then pump the tire back up.",
 		"Sourdough bread rises with a starter of wild yeast; feed the starter with flour and water the day before baking.",
@@ -1455,7 +1457,7 @@ func TestEmbedModelsWithDifferentDimensions(t *testing.T) {
 	}
 }
 
-func TestEmbedTruncation(t *testing.T) {
+func TestEmbedTruncatesLongInputsToTheModelsContext(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	ctx := ctxT(t)
@@ -1528,7 +1530,7 @@ func TestEmbedRequestsAreRecorded(t *testing.T) {
 	}
 }
 
-func TestFailEmbeds(t *testing.T) {
+func TestFailEmbedsFailsTheNextEmbedRequests(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	ctx := ctxT(t)
@@ -1593,18 +1595,7 @@ func (s *Server) embedActiveNow() int {
 	return s.embedActive
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-func TestEmbedDelayAndConcurrency(t *testing.T) {
+func TestWithEmbedDelaySlowsEveryEmbedAndTracksConcurrency(t *testing.T) {
 	const delay = 200 * time.Millisecond
 	s := New(t, WithEmbedDelay(delay))
 	c := client(t, s)
@@ -1675,7 +1666,7 @@ func TestEmbedDelayHonoursCancellation(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 		t.Errorf("cancelled embed: %v after %v", err, time.Since(start))
 	}
-	waitFor(t, "the cancelled embed to end", func() bool { return s.embedActiveNow() == 0 })
+	testwait.For(t, "the cancelled embed to end", 5*time.Second, func() bool { return s.embedActiveNow() == 0 })
 	if recs := s.EmbedRequests(); len(recs) != 1 || recs[0] != (EmbedRecord{Model: "embedder", Inputs: 1}) {
 		t.Errorf("records = %+v", recs)
 	}
@@ -1686,7 +1677,7 @@ func TestEmbedDelayHonoursCancellation(t *testing.T) {
 		_, err := c.Embed(context.Background(), &api.EmbedRequest{Model: "embedder", Input: "x"})
 		errc <- err
 	}()
-	waitFor(t, "the second embed", func() bool { return s.embedActiveNow() == 1 })
+	testwait.For(t, "the second embed", 5*time.Second, func() bool { return s.embedActiveNow() == 1 })
 	s.SetDown(true)
 	select {
 	case err := <-errc:
@@ -1704,7 +1695,7 @@ func TestEmbedDelayHonoursCancellation(t *testing.T) {
 		_, err := c.Embed(context.Background(), &api.EmbedRequest{Model: "embedder", Input: "x"})
 		errc <- err
 	}()
-	waitFor(t, "the third embed", func() bool { return s.embedActiveNow() == 1 })
+	testwait.For(t, "the third embed", 5*time.Second, func() bool { return s.embedActiveNow() == 1 })
 	start = time.Now()
 	s.Close()
 	if el := time.Since(start); el > 5*time.Second {
@@ -1715,7 +1706,7 @@ func TestEmbedDelayHonoursCancellation(t *testing.T) {
 	}
 }
 
-func TestSetDown(t *testing.T) {
+func TestSetDownRefusesConnectionsUntilTheServerIsUpAgain(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	ctx := ctxT(t)
@@ -1790,7 +1781,7 @@ func TestSetDownCutsRunningStream(t *testing.T) {
 	}
 }
 
-func TestConcurrentStreams(t *testing.T) {
+func TestConcurrentStreamsEachGetTheirOwnReply(t *testing.T) {
 	s := New(t, WithTokenDelay(time.Millisecond))
 	c := client(t, s)
 	const n = 16
@@ -1854,7 +1845,7 @@ func TestWaitCancelledHonoursContext(t *testing.T) {
 	}
 }
 
-func TestBadRequests(t *testing.T) {
+func TestAMalformedChatRequestGetsOllamasBadRequestError(t *testing.T) {
 	s := New(t)
 	for _, tc := range []struct{ body, msg string }{
 		{"", "missing request body"},
@@ -1877,7 +1868,7 @@ func TestBadRequests(t *testing.T) {
 	}
 }
 
-func TestSplitWords(t *testing.T) {
+func TestSplitWordsKeepsTheSpacesSoTheChunksJoinBack(t *testing.T) {
 	for _, s := range []string{"", " ", "a", "a b", "  a  b  ", "You said: hi\nthere\t!", "日本 語"} {
 		if got := strings.Join(SplitWords(s), ""); got != s {
 			t.Errorf("%q -> %q", s, got)
@@ -1888,7 +1879,7 @@ func TestSplitWords(t *testing.T) {
 	}
 }
 
-func TestDirectiveParsing(t *testing.T) {
+func TestDirectivesAreParsedOutOfTheMessageText(t *testing.T) {
 	d := parseDirectives(`x [[slow:15]] [[tokens:2]] y [[nope]] [[tool:a {"k":"]]"}]] [[tool:b]] [[think]] [[hang]] z`)
 	if d.slow != 15*time.Millisecond || d.tokens != 2 || !d.think || !d.hang || len(d.tools) != 2 {
 		t.Errorf("%+v", d)
@@ -1966,7 +1957,7 @@ func argOf(c api.ToolCall, k string) any {
 	return v
 }
 
-func TestToolRoundsScripted(t *testing.T) {
+func TestToolDirectivesOfARoundAnswerThatRoundOfToolResults(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	tools := api.Tools{{Type: "function", Function: api.ToolFunction{Name: "list_files"}}}
@@ -2024,7 +2015,7 @@ func TestToolRoundsScripted(t *testing.T) {
 	}
 }
 
-func TestToolRoundsEveryRound(t *testing.T) {
+func TestAnEveryRoundToolIsCalledInEveryRoundWithTheRoundNumber(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	msgs := user(`loop [[tool*:list_files {"path":"d{{round}}","depth":{{round}}}]] [[tool@1:extra]] [[slow:20ms]]`)
@@ -2137,7 +2128,7 @@ func TestToolRoundsDoneWithoutResults(t *testing.T) {
 	}
 }
 
-func TestToolRoundsErrorAt(t *testing.T) {
+func TestErrorAtARoundCrashesTheModelInThatRound(t *testing.T) {
 	s := New(t)
 	c := client(t, s)
 	msgs := user(`[[tool*:step]] [[error@2]]`)
@@ -2214,7 +2205,7 @@ func TestToolRoundsRoundZeroUnchanged(t *testing.T) {
 	}
 }
 
-func TestRoundDirectiveParsing(t *testing.T) {
+func TestRoundDirectivesSelectTheCallsOfEachRound(t *testing.T) {
 	s := `a [[tool:t0]] [[tool@1:t1 {"k":1}]] [[tool*:ts {"r":"{{round}}","n":{{round}},"s":"]]"}]] [[error@1]] b`
 	d0, d1, d2, inj := parseRound(s, 0), parseRound(s, 1), parseRound(s, 2), parseRound(s, injected)
 	if !slices.Equal(callNames(d0.tools), []string{"t0", "ts"}) || d0.crash {
