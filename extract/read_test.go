@@ -215,7 +215,7 @@ func TestReadMarkdownInPartsKeepsTablesCodeAndHeadings(t *testing.T) {
 	}
 }
 
-func TestReadHTML(t *testing.T) {
+func TestReadHTMLKeepsHeadingsAndSkipsScriptsStylesAndNavigation(t *testing.T) {
 	tests := []struct {
 		name string
 		data []byte

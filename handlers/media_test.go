@@ -280,7 +280,7 @@ func TestUnusedFilesAreCollectedAndDeletingReleasesThem(t *testing.T) {
 	}
 }
 
-func TestReadAloudWithEspeakNG(t *testing.T) {
+func TestReadAloudWithEspeakNGAttachesAudioToTheAnswer(t *testing.T) {
 	t.Parallel()
 	e := newMediaEnv(t, testenv.Options{})
 	thread, _ := e.start("tiny", "Say something nice", nil)

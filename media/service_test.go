@@ -73,7 +73,7 @@ func TestMediaThatCannotBeQueuedFailsOnTheMedia(t *testing.T) {
 
 // A generated "image" that is no image (an SVG, say) is described in plain
 // words, not with the wrapped errors' prefixes.
-func TestDescribeANonImageReply(t *testing.T) {
+func TestAnImageServerReplyThatIsNotAnImageIsDescribedAsSuch(t *testing.T) {
 	_, sniffErr := Sniff("generated image", []byte(`<svg xmlns="http://www.w3.org/2000/svg"></svg>`))
 	if got := describe(fmt.Errorf("%w: %w", ErrNotImage, sniffErr)); got != "The image server's reply is not an image." {
 		t.Errorf("describe = %q", got)
