@@ -36,7 +36,7 @@ func para(style string, runs ...string) string {
 	return b.String()
 }
 
-func TestReadDOCXKeepsHeadingsListsAndTablesOfEveryParagraphStyle(t *testing.T) {
+func TestReadDOCXReadsHeadingsTablesListsAndTextBoxesInOrder(t *testing.T) {
 	localizedStyles := `<?xml version="1.0"?><w:styles ` + wordNS + `>` +
 		`<w:style w:type="paragraph" w:styleId="berschrift1"><w:name w:val="heading 1"/></w:style>` +
 		`<w:style w:type="paragraph" w:styleId="Custom"><w:name w:val="My Heading"/><w:pPr><w:outlineLvl w:val="1"/></w:pPr></w:style>` +
