@@ -59,8 +59,8 @@ func mdBlocks(src []byte) [][2]int {
 		line := src[i:end]
 		trimmed := bytes.TrimLeft(line, " ")
 		switch {
-		case fence == nil && fenceMarker(trimmed) != nil:
-			fence = fenceMarker(trimmed)
+		case fence == nil && FenceMarker(trimmed) != nil:
+			fence = FenceMarker(trimmed)
 		case fence != nil && bytes.HasPrefix(trimmed, fence) && len(bytes.TrimSpace(bytes.TrimLeft(trimmed, string(fence[:1])))) == 0:
 			fence = nil
 		case fence == nil && len(bytes.TrimSpace(line)) == 0:
@@ -75,8 +75,9 @@ func mdBlocks(src []byte) [][2]int {
 	return out
 }
 
-// fenceMarker is the run of ``` or ~~~ that opens fenced code, or nil.
-func fenceMarker(line []byte) []byte {
+// FenceMarker is the run of three or more ` or ~ that starts line (the
+// marker of fenced code), or nil. Callers decide where a fence may open.
+func FenceMarker(line []byte) []byte {
 	if len(line) < 3 || (line[0] != '`' && line[0] != '~') {
 		return nil
 	}
@@ -114,9 +115,9 @@ func CutMarkdownBlock(block []byte, c MarkdownCut) [][]byte {
 	lines := bytes.SplitAfter(block, []byte("\n"))
 	var head, tail []byte // repeated at the start and end of parts
 	switch {
-	case c.Fences && fenceMarker(bytes.TrimLeft(lines[0], " ")) != nil && len(lines[0]) <= c.Part/2:
+	case c.Fences && FenceMarker(bytes.TrimLeft(lines[0], " ")) != nil && len(lines[0]) <= c.Part/2:
 		head = lines[0]
-		tail = append(append([]byte("\n"), fenceMarker(bytes.TrimLeft(lines[0], " "))...), '\n')
+		tail = append(append([]byte("\n"), FenceMarker(bytes.TrimLeft(lines[0], " "))...), '\n')
 		lines = lines[1:]
 	case len(lines) > 2 && bytes.Contains(lines[0], []byte("|")) && len(lines[0])+len(lines[1]) <= c.Part/2 &&
 		tableDelimiter.Match(bytes.TrimRight(lines[1], "\r\n")):

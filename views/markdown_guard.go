@@ -127,19 +127,14 @@ func mdBlocks(src []byte) []mdBlock {
 }
 
 // fenceOpener is the marker of a fenced code block that line opens at
-// column 0, or nil.
+// column 0, or nil: a backtick fence's info string may hold no backtick
+// (CommonMark), which the shared marker does not check.
 func fenceOpener(line []byte) []byte {
-	if len(line) < 3 || (line[0] != '`' && line[0] != '~') {
+	m := extract.FenceMarker(line)
+	if m == nil || (line[0] == '`' && bytes.IndexByte(line[len(m):], '`') >= 0) {
 		return nil
 	}
-	n := 0
-	for n < len(line) && line[n] == line[0] {
-		n++
-	}
-	if n < 3 || (line[0] == '`' && bytes.IndexByte(line[n:], '`') >= 0) {
-		return nil
-	}
-	return line[:n]
+	return m
 }
 
 // isFenceCloser reports whether line closes the fence opened by marker.
