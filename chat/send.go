@@ -127,9 +127,13 @@ func (rt *Runtime) checkFiles(ctx context.Context, user int64, in Input) ([]medi
 	if rt.cfg.Files != nil {
 		lim = rt.cfg.Files.Limits()
 	}
+	if len(in.Files) == 0 && len(in.Media) == 0 {
+		return nil, nil // a text message: nothing here can refuse it
+	}
 	var model string
 	// One snapshot for the reads (the Store interface is the runtime's
-	// writes; its snapshot is the whole read side of db).
+	// writes; its snapshot is the whole read side of db). Nothing in it
+	// waits on the network: the default model is looked up after it.
 	err := rt.store.ReadSnapshot(ctx, func(s *db.DB) error {
 		for _, id := range in.Media {
 			md, err := s.MediaByID(ctx, user, id)
@@ -140,15 +144,15 @@ func (rt *Runtime) checkFiles(ctx context.Context, user int64, in Input) ([]medi
 		if n := len(in.Files) + len(in.Media); lim.MaxFiles > 0 && n > lim.MaxFiles {
 			return refused(nil, fmt.Sprintf("Message not sent: %d files; at most %d a message.", n, lim.MaxFiles))
 		}
-		if len(in.Files) == 0 && len(in.Media) == 0 {
-			return nil
-		}
 		var err error
 		model, err = rt.sendModel(ctx, s, user, in)
 		return err
 	})
-	if err != nil || (len(in.Files) == 0 && len(in.Media) == 0) {
+	if err != nil {
 		return nil, err
+	}
+	if model == "" {
+		model = rt.models.Default(ctx)
 	}
 	var prepared []media.Prepared
 	if len(in.Files) > 0 {
@@ -172,8 +176,8 @@ func (rt *Runtime) checkFiles(ctx context.Context, user int64, in Input) ([]medi
 }
 
 // sendModel is the model that will answer in: the one chosen, else the
-// thread's, else the default; it also checks that the thread (or the
-// workspace of a new one) is the user's.
+// thread's ("" leaves the default to the caller); it also checks that the
+// thread (or the workspace of a new one) is the user's.
 func (rt *Runtime) sendModel(ctx context.Context, s *db.DB, user int64, in Input) (string, error) {
 	model := in.Model
 	if in.ThreadID != 0 {
@@ -186,9 +190,6 @@ func (rt *Runtime) sendModel(ctx context.Context, s *db.DB, user int64, in Input
 		}
 	} else if _, err := s.Workspace(ctx, user, in.WorkspaceID); err != nil {
 		return "", err
-	}
-	if model == "" {
-		model = rt.models.Default(ctx)
 	}
 	return model, nil
 }

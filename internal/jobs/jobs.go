@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,6 +42,9 @@ type Config struct {
 type Queue struct {
 	client  *river.Client[pgx.Tx]
 	workers *river.Workers
+	// started refuses Register after Start: River's workers bundle is
+	// an unlocked map its producers read while they work.
+	started atomic.Bool
 }
 
 // New builds the queue on pool. Parts register their workers before Start.
@@ -81,6 +85,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 // bundle) and its periodic jobs. Call it while building the part, before
 // Start.
 func (q *Queue) Register(add func(*river.Workers) error, periodic ...*river.PeriodicJob) error {
+	if q.started.Load() {
+		return errors.New("job queue: workers registered after Start")
+	}
 	if err := add(q.workers); err != nil {
 		return fmt.Errorf("job queue: %w", err)
 	}
@@ -105,7 +112,10 @@ func (q *Queue) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opt
 // Start begins working the queues (jobs left by a previous life resume).
 // River takes ctx's cancellation as a hard stop: give it a context that
 // outlives the shutdown signal.
-func (q *Queue) Start(ctx context.Context) error { return q.client.Start(ctx) }
+func (q *Queue) Start(ctx context.Context) error {
+	q.started.Store(true)
+	return q.client.Start(ctx)
+}
 
 // Stop lets running jobs finish for as long as ctx allows (they resume on
 // the next start when they do not).

@@ -107,3 +107,14 @@ func TestAQueuePlanWithoutQueuesIsRefused(t *testing.T) {
 		t.Error("a queue with no queues to work was built")
 	}
 }
+
+func TestRegisteringWorkersAfterStartIsRefused(t *testing.T) {
+	t.Parallel()
+	q, _ := newQueue(t, testenv.NewDB(t), jobs.Config{Queues: map[string]int{river.QueueDefault: 1}})
+	testenv.StartJobs(t, q)
+	added := false
+	err := q.Register(func(*river.Workers) error { added = true; return nil })
+	if err == nil || added {
+		t.Fatalf("Register after Start: err %v, workers added %v; want a refusal before touching the workers", err, added)
+	}
+}
