@@ -49,8 +49,9 @@ const (
 // FollowDone or when a lagging reader is dropped (it reconnects and starts
 // from a fresh snapshot), emit's error, or ctx's when it ends first.
 func (rt *Runtime) Follow(ctx context.Context, user, run int64, shown string, emit func(FollowEvent) error) error {
-	if _, err := rt.pollRun(ctx, user, run, false); err != nil {
-		return err
+	// Ownership first, in one query (no snapshot for one read).
+	if _, err := rt.store.Run(ctx, user, run); err != nil {
+		return fmt.Errorf("read run %d: %w", run, err)
 	}
 	f := &follower{rt: rt, ctx: ctx, user: user, run: run, shown: shown, emit: emit,
 		beat: time.NewTicker(followHeartbeat)}
@@ -99,13 +100,12 @@ type polled struct {
 	answer *db.Message // the text flushed so far, when it is running
 }
 
-// pollRun reads run, with its steps and flushed answer when full, from one
-// snapshot.
-func (rt *Runtime) pollRun(ctx context.Context, user, run int64, full bool) (polled, error) {
+// pollRun reads run, with its steps and flushed answer, from one snapshot.
+func (rt *Runtime) pollRun(ctx context.Context, user, run int64) (polled, error) {
 	var p polled
 	err := rt.store.ReadSnapshot(ctx, func(s *db.DB) error {
 		var err error
-		if p.run, err = s.Run(ctx, user, run); err != nil || !full || !p.run.Active() {
+		if p.run, err = s.Run(ctx, user, run); err != nil || !p.run.Active() {
 			return err
 		}
 		if p.run.Kind == db.RouteAgent {
@@ -127,7 +127,7 @@ func (rt *Runtime) pollRun(ctx context.Context, user, run int64, full bool) (pol
 // poll reports what changed of a run that is not live here; done says the
 // run ended (and its final answer was reported).
 func (f *follower) poll() (done bool, err error) {
-	p, err := f.rt.pollRun(f.ctx, f.user, f.run, true)
+	p, err := f.rt.pollRun(f.ctx, f.user, f.run)
 	if err != nil {
 		return true, err
 	}

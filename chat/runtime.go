@@ -45,6 +45,7 @@ type Store interface {
 	Attachments(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Attachment, error)
 	// ReadSnapshot runs fn over one read-only snapshot of the database.
 	ReadSnapshot(ctx context.Context, fn func(s *db.DB) error) error
+	Run(ctx context.Context, user, id int64) (db.Run, error)
 }
 
 // Chatter is the part of the Ollama client that answers.
