@@ -98,7 +98,7 @@ func (rt *Runtime) Assemble(ctx context.Context, req ContextRequest) (Assembly, 
 	}
 	var path []db.Message
 	if req.Leaf != 0 {
-		if path, _, err = rt.store.PathTo(ctx, req.User, req.Leaf, rt.cfg.MaxPath); err != nil {
+		if path, err = rt.store.TurnsTo(ctx, req.User, req.Leaf, rt.cfg.MaxPath); err != nil {
 			return Assembly{}, fmt.Errorf("load path: %w", err)
 		}
 	}

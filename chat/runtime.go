@@ -29,7 +29,7 @@ type Store interface {
 	FinishRun(ctx context.Context, run, msg int64, f db.Finish) (db.Message, error)
 	CancelRun(ctx context.Context, user, id int64) (db.Run, error)
 	Thread(ctx context.Context, user, id int64) (db.Thread, error)
-	PathTo(ctx context.Context, user, message int64, limit int) ([]db.Message, bool, error)
+	TurnsTo(ctx context.Context, user, message int64, limit int) ([]db.Message, error)
 	SetGeneratedTitle(ctx context.Context, user, id int64, title string) (bool, error)
 	ContextSources(ctx context.Context, user, thread int64) (db.ContextSources, error)
 	Compactions(ctx context.Context, user, thread int64, under []int64) ([]db.Message, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,14 +55,32 @@ func (d *DB) PathTo(ctx context.Context, user, message int64, limit int) (path [
 			WHERE m.id = $1 AND t.owner_id = $2`, message, user, limit)
 }
 
+// TurnsTo is PathTo for a model request: the same messages with their
+// metadata left empty. The assembler reads up to the whole thread for every
+// answer and needs none of it, and decoding each message's metadata (a
+// thinking model's reasoning included) doubled the cost of a long path.
+func (d *DB) TurnsTo(ctx context.Context, user, message int64, limit int) ([]Message, error) {
+	path, _, err := d.pathUpCols(ctx, turnCols, `SELECT m.*, 0 AS depth FROM messages m
+			JOIN threads t ON t.id = m.thread_id
+			WHERE m.id = $1 AND t.owner_id = $2`, message, user, limit)
+	return path, err
+}
+
+// turnCols are messageCols with an empty metadata.
+var turnCols = strings.Replace(messageCols, "metadata", "'{}'::jsonb AS metadata", 1)
+
 // pathUp walks parent links up from the row the start query selects.
 func (d *DB) pathUp(ctx context.Context, start string, id, user int64, limit int) (path []Message, more bool, err error) {
+	return d.pathUpCols(ctx, messageCols, start, id, user, limit)
+}
+
+func (d *DB) pathUpCols(ctx context.Context, cols, start string, id, user int64, limit int) (path []Message, more bool, err error) {
 	rows, err := d.q().Query(ctx, `WITH RECURSIVE up AS (
 			`+start+`
 			UNION ALL
 			SELECT m.*, up.depth + 1 FROM messages m JOIN up ON m.id = up.parent_id
 		)
-		SELECT `+messageCols+` FROM up ORDER BY depth LIMIT $3`, id, user, limit+1)
+		SELECT `+cols+` FROM up ORDER BY depth LIMIT $3`, id, user, limit+1)
 	if err != nil {
 		return nil, false, err
 	}

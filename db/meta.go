@@ -112,6 +112,10 @@ type Evidence struct {
 // an unexpected type (imported metadata is any object) leaves its field
 // zero instead of failing the read of the message.
 func (m *MessageMeta) UnmarshalJSON(b []byte) error {
+	if string(b) == "{}" { // most user messages, and every turn of TurnsTo
+		*m = MessageMeta{Raw: json.RawMessage("{}")}
+		return nil
+	}
 	type plain MessageMeta
 	var p plain
 	_ = json.Unmarshal(b, &p)

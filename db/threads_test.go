@@ -243,3 +243,35 @@ func TestAMessageWithoutTextInAThreadWithKnowledgeBasesIsAnsweredByChatWithANote
 		t.Errorf("files only: route %s, metadata %s; want chat with a note", filesOnly.Run.Kind, filesOnly.Assistant.Metadata.Raw)
 	}
 }
+
+func TestTurnsToIsThePathWithoutItsMetadataAndOnlyForTheOwner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	u, ws := newUser(t, store, "turns@example.com")
+	other, _ := newUser(t, store, "other-turns@example.com")
+	one := send(t, store, u.ID, db.Send{WorkspaceID: ws.ID, Content: "one"})
+	two := send(t, store, u.ID, db.Send{ThreadID: one.Thread.ID, Content: "two"})
+	path, _, err := store.PathTo(ctx, u.ID, two.Assistant.ID, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path[1].Metadata.Route == "" {
+		t.Fatal("premise: an answer's metadata names its route")
+	}
+	turns, err := store.TurnsTo(ctx, u.ID, two.Assistant.ID, 100)
+	if err != nil || len(turns) != len(path) {
+		t.Fatalf("turns = %d, %v; want the %d messages of the path", len(turns), err, len(path))
+	}
+	for i := range turns {
+		if turns[i].ID != path[i].ID || turns[i].Content != path[i].Content || turns[i].Role != path[i].Role {
+			t.Errorf("turn %d = %+v, want the path's %+v", i, turns[i], path[i])
+		}
+		if turns[i].Metadata.Route != "" || string(turns[i].Metadata.Raw) != "{}" {
+			t.Errorf("turn %d carries metadata %s, want none read", i, turns[i].Metadata.Raw)
+		}
+	}
+	if foreign, err := store.TurnsTo(ctx, other.ID, two.Assistant.ID, 100); err != nil || len(foreign) != 0 {
+		t.Errorf("another user's TurnsTo = %d messages, %v; want none", len(foreign), err)
+	}
+}

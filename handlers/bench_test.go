@@ -1,9 +1,11 @@
 package handlers_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -124,5 +126,39 @@ func BenchmarkSearchOver10000Threads(b *testing.B) {
 				c.Get("/search?q=" + q)
 			}
 		})
+	}
+}
+
+var eventsURL = regexp.MustCompile(`/runs/(\d+)/events`)
+
+// BenchmarkSendAndFollowAnAnswer measures one exchange as a browser makes
+// it: an htmx send to a thread, then its event stream read to the done
+// event. The thread grows by two messages an iteration, so the context
+// assembler's path read is in it too.
+func BenchmarkSendAndFollowAnAnswer(b *testing.B) {
+	_, c, _, ws := benchUser(b)
+	r := c.Post("/t", url.Values{"workspace_id": {fmt.Sprint(ws)}, "content": {"hello"}})
+	thread, _, _ := strings.Cut(strings.TrimPrefix(r.Header.Get("Location"), "/t/"), "#")
+	b.ResetTimer()
+	for b.Loop() {
+		r := c.HTMX("/t/"+thread+"/messages", url.Values{"content": {"tell me about weaving"}})
+		m := eventsURL.FindStringSubmatch(r.Body)
+		if m == nil {
+			b.Fatalf("send = %d without an event stream: %.200s", r.StatusCode, r.Body)
+		}
+		resp, err := c.HTTP.Get(c.Base + "/runs/" + m[1] + "/events")
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		done := false
+		for !done && sc.Scan() {
+			done = sc.Text() == "event: done"
+		}
+		resp.Body.Close()
+		if !done {
+			b.Fatal("the event stream ended without its done event")
+		}
 	}
 }
