@@ -470,3 +470,37 @@ func renderedHTML(t *testing.T, n *html.Node) string {
 	}
 	return b.String()
 }
+
+// htmx wires what it swaps in (hx-post and the rest) only when the swap
+// settles, defaultSettleDelay (20 ms) later, on a timer. The run bar and its
+// Stop button are swapped in again on every status event, so with the
+// default a click in that window did nothing (a lost Stop, and the flaky
+// browser tests of issue 13). The page must configure no delay.
+func TestEveryPageMakesSwappedInElementsLiveAtOnce(t *testing.T) {
+	var b strings.Builder
+	if err := Page("Thread", templ.NopComponent).Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	root, err := html.Parse(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var config string
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "meta" && attr(n, "name") == "htmx-config" {
+			config = attr(n, "content")
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(root)
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(config), &cfg); err != nil {
+		t.Fatalf("htmx-config %q: %v", config, err)
+	}
+	if d, ok := cfg["defaultSettleDelay"].(float64); !ok || d != 0 {
+		t.Errorf("htmx-config defaultSettleDelay = %v (set: %v), want 0", cfg["defaultSettleDelay"], ok)
+	}
+}
