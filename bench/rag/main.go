@@ -23,13 +23,17 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/extract"
 	"weft/internal/app"
 	"weft/internal/fakeollama"
 	"weft/rag"
 )
 
 func main() {
-	mode := flag.String("mode", "eval", "eval (retrieval quality) or bench (ingestion and latency)")
+	// Ingestion and the check read documents in the jail, whose child is
+	// this binary re-executed.
+	extract.ChildMain()
+	mode := flag.String("mode", "eval", "eval (retrieval quality), check-eval (the rules of the second set) or bench (ingestion and latency)")
 	dbURL := flag.String("database-url", "", "use this database instead of a throwaway cluster")
 	ollama := flag.String("ollama", "", "a real Ollama server (default: the in-repo fake)")
 	model := flag.String("embed-model", "embedder", "embedding model")
@@ -39,7 +43,15 @@ func main() {
 	bulk := flag.Bool("bulk", false, "bench: build the HNSW index after loading instead of maintaining it (for -chunks 1000000)")
 	out := flag.String("out", "", "also write the report here")
 	weights := flag.String("weights", "1,0.5,0.3", "eval: vector weights of the hybrid variants (comma-separated)")
+	pyset := flag.String("pyset", "rag/testdata/eval-python", "eval, check-eval: the second set (questions.json, pages.txt)")
+	pyroot := flag.String("pyroot", "/usr/share/doc/python3.11/html", "eval, check-eval: the second set's corpus (Debian's python3.11-doc); eval skips the set when absent")
 	flag.Parse()
+	if *mode == "check-eval" {
+		if err := checkEval(context.Background(), os.Stdout, *pyset, *pyroot, 100); err != nil {
+			fail(err)
+		}
+		return
+	}
 
 	var w io.Writer = os.Stdout
 	if *out != "" {
@@ -70,6 +82,11 @@ func main() {
 			ws = append(ws, v)
 		}
 		err = evaluate(ctx, w, e, *corpus, *model, ws)
+		if _, serr := os.Stat(*pyroot); err == nil && serr == nil {
+			err = evaluatePython(ctx, w, e, *pyset, *pyroot, *model)
+		} else if err == nil {
+			fmt.Fprintf(w, "\nSecond set skipped: %s is absent (make deps-eval installs python3.11-doc)\n", *pyroot)
+		}
 	case "bench":
 		err = benchmark(ctx, w, e, *model, *chunks, *queries, *bulk)
 	default:
