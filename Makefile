@@ -45,11 +45,13 @@ fuzz: ## fuzz every reader, detection, Sniff, thumbnails, markdown, import and S
 	  done; \
 	done
 
-.PHONY: deps-run deps-test
+.PHONY: deps-run deps-test deps-eval
 deps-run: ## install the PostgreSQL server, pgvector and espeak-ng (Debian/Ubuntu, as root)
 	@bash scripts/deps.sh run
 deps-test: ## deps-run plus Debian's chromium (and espeak-ng for the read-aloud tests)
 	@bash scripts/deps.sh test
+deps-eval: ## deps-run plus Debian's python3.11-doc (the corpus of the second retrieval evaluation set)
+	@bash scripts/deps.sh eval
 
 .PHONY: bench
 bench: deps-run ## load-test Weft against a fake model (~5 min; BENCHFLAGS=... passes flags), results in bench/results/
@@ -60,6 +62,7 @@ bench: deps-run ## load-test Weft against a fake model (~5 min; BENCHFLAGS=... p
 	$(GO) run ./bench/rag -mode bench -chunks 100000 -out bench/results/rag-100k.txt $(RAGBENCHFLAGS)
 
 .PHONY: eval-rag
-eval-rag: deps-run ## retrieval quality (recall@5, MRR) of vector, text and hybrid search on rag/testdata/eval
+eval-rag: deps-eval ## retrieval quality of vector, text and hybrid search on rag/testdata/eval and rag/testdata/eval-python
 	@mkdir -p bench/results
+	$(GO) run ./bench/rag -mode check-eval
 	$(GO) run ./bench/rag -mode eval -out bench/results/eval-rag.txt $(EVALFLAGS)

@@ -4,6 +4,7 @@
 #
 #   scripts/deps.sh run    PostgreSQL server + pgvector + espeak-ng  (what `make run` needs)
 #   scripts/deps.sh test   the above + Debian's chromium             (what `make test` needs)
+#   scripts/deps.sh eval   `run` + python3.11-doc's HTML pages       (what `make eval-rag` needs)
 #
 # Everything is checked first (file existence / dpkg -s); when all is present
 # the script prints nothing and exits 0 in well under a second, even as a
@@ -19,16 +20,20 @@
 #
 # espeak-ng: the local text-to-speech program behind read-aloud (media.Espeak);
 # its tests run in `make test`, so both modes install it.
+#
+# python3.11-doc: the corpus of the second retrieval evaluation set
+# (rag/testdata/eval-python), read from /usr/share/doc/python3.11/html;
+# only `make eval-rag` needs it.
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 run|test" >&2
+	echo "usage: $0 run|test|eval" >&2
 	exit 2
 }
 
 [[ $# -eq 1 ]] || usage
 MODE=$1
-case "$MODE" in run | test) ;; *) usage ;; esac
+case "$MODE" in run | test | eval) ;; *) usage ;; esac
 
 export DEBIAN_FRONTEND=noninteractive
 APT_INSTALL=(apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=300)
@@ -36,6 +41,7 @@ APT_INSTALL=(apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=3
 TRIXIE_LIST=/etc/apt/sources.list.d/weft-trixie-src.list
 TRIXIE_PIN=/etc/apt/preferences.d/weft-trixie
 DEBIAN_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+PYDOC_INDEX=/usr/share/doc/python3.11/html/index.html
 
 say() { echo "deps: $*"; }
 die() {
@@ -116,6 +122,7 @@ NEED_PG=0
 NEED_VECTOR=0
 NEED_CHROMIUM=0
 NEED_ESPEAK=0
+NEED_PYDOC=0
 
 if [[ -z $PG_MAJOR ]]; then
 	NEED_PG=1
@@ -127,8 +134,11 @@ if [[ $MODE == test && ! -x /usr/bin/chromium ]]; then
 	NEED_CHROMIUM=1
 fi
 command -v espeak-ng >/dev/null 2>&1 || NEED_ESPEAK=1
+if [[ $MODE == eval && ! -f $PYDOC_INDEX ]]; then
+	NEED_PYDOC=1
+fi
 
-if ((NEED_PG + NEED_VECTOR + NEED_CHROMIUM + NEED_ESPEAK == 0)); then
+if ((NEED_PG + NEED_VECTOR + NEED_CHROMIUM + NEED_ESPEAK + NEED_PYDOC == 0)); then
 	exit 0
 fi
 
@@ -151,6 +161,7 @@ if [[ $(id -u) -ne 0 ]]; then
 	((NEED_VECTOR)) && missing+=("pgvector for PostgreSQL $V")
 	((NEED_CHROMIUM)) && missing+=("chromium")
 	((NEED_ESPEAK)) && missing+=("espeak-ng")
+	((NEED_PYDOC)) && missing+=("python3.11-doc")
 	{
 		joined=${missing[0]}
 		for m in "${missing[@]:1}"; do joined+=", $m"; done
@@ -161,6 +172,7 @@ if [[ $(id -u) -ne 0 ]]; then
 		((NEED_PG)) && pkgs+=(postgresql)
 		((NEED_CHROMIUM)) && pkgs+=(chromium)
 		((NEED_ESPEAK)) && pkgs+=(espeak-ng)
+		((NEED_PYDOC)) && pkgs+=(python3.11-doc)
 		((NEED_VECTOR && VECTOR_BINARY)) && pkgs+=("postgresql-$V-pgvector")
 		if ((NEED_VECTOR && !VECTOR_BINARY)); then
 			echo "  echo '$(trixie_src_line)' > $TRIXIE_LIST"
@@ -296,6 +308,11 @@ fi
 if ((NEED_ESPEAK)); then
 	install_pkgs espeak-ng
 	command -v espeak-ng >/dev/null 2>&1 || die "espeak-ng installed but not on PATH"
+fi
+
+if ((NEED_PYDOC)); then
+	install_pkgs python3.11-doc
+	[[ -f $PYDOC_INDEX ]] || die "python3.11-doc installed but $PYDOC_INDEX missing"
 fi
 
 say "done"
