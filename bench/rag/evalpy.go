@@ -62,8 +62,11 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 		mode rag.Mode
 	}{{"text", rag.TextOnly}, {"vector", rag.VectorOnly}, {fmt.Sprintf("hybrid %.2g", rag.DefaultVectorWeight), rag.Hybrid}}
 	fmt.Fprintf(w, "%-12s %-8s %4s %7s %7s %7s %7s %13s\n", "mode", "part", "n", "hit@1", "hit@3", "hit@6", "hit@10", "first=target")
-	var misses []string
-	for _, m := range modes {
+	// ranks[q][mode] is the hit rank (0: none in the top 10); top3 the
+	// first documents the default mode (hybrid, the last) retrieved.
+	ranks := make(map[string][]int, len(s.Questions))
+	top3 := make(map[string][]string, len(s.Questions))
+	for mi, m := range modes {
 		for _, part := range []string{"dev", "heldout"} {
 			var n, first int
 			hits := make([]int, len(evalKs))
@@ -90,9 +93,11 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 				if len(docs) > 0 && docs[0] == q.Page {
 					first++
 				}
-				if part == "dev" && (rank == 0 || rank > 6) {
-					misses = append(misses, fmt.Sprintf("  %-7s %-7s %s\n          target %s; top 3: %s", m.name, q.ID, q.Question, q.Page, strings.Join(docs[:min(3, len(docs))], ", ")))
+				if ranks[q.ID] == nil {
+					ranks[q.ID] = make([]int, len(modes))
 				}
+				ranks[q.ID][mi] = rank
+				top3[q.ID] = docs[:min(3, len(docs))]
 			}
 			fmt.Fprintf(w, "%-12s %-8s %4d", m.name, part, n)
 			for _, h := range hits {
@@ -101,11 +106,26 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 			fmt.Fprintf(w, " %13.3f\n", ratio(first, n))
 		}
 	}
-	fmt.Fprintf(w, "\nDev misses at 6 (mode, id, question; target page; the top 3 documents):\n")
-	for _, m := range misses {
-		fmt.Fprintln(w, m)
+	fmt.Fprintf(w, "\nDev questions missed at 6 by some mode: the hit rank in text/vector/hybrid (- : not in the top 10),\n"+
+		"the question, the target page and the top 3 documents of hybrid.\n")
+	for _, q := range s.Questions {
+		rs := ranks[q.ID]
+		if q.Split != "dev" || (!missed(rs[0]) && !missed(rs[1]) && !missed(rs[2])) {
+			continue
+		}
+		fmt.Fprintf(w, "  %-6s %s/%s/%s  %s\n         target %s; top 3: %s\n", q.ID, rankText(rs[0]), rankText(rs[1]), rankText(rs[2]),
+			q.Question, q.Page, strings.Join(top3[q.ID], ", "))
 	}
 	return nil
+}
+
+func missed(rank int) bool { return rank == 0 || rank > 6 }
+
+func rankText(rank int) string {
+	if rank == 0 {
+		return "-"
+	}
+	return fmt.Sprint(rank)
 }
 
 // hitRank is the 1-based rank of the first retrieved chunk (documents and

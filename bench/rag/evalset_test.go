@@ -98,3 +98,15 @@ func TestCheckSetRefusesASplitAgainstTheRuleAndTooFewParaphrases(t *testing.T) {
 		}
 	}
 }
+
+func TestHitRankCountsOnlyTheTargetPageAndAPhraseHalfCutByABoundary(t *testing.T) {
+	answer := "It will be destroyed as soon as it is closed, including an implicit close"
+	docs := []string{"other.html", "t.html", "t.html"}
+	texts := []string{answer, "nothing here", "the end of a chunk: It will be destroyed as soon as it is closed"}
+	if got := hitRank(docs, texts, "t.html", answer); got != 3 {
+		t.Errorf("rank %d, want 3 (the other page's chunk does not count; the cut half does)", got)
+	}
+	if got := hitRank(docs[:2], texts[:2], "t.html", answer); got != 0 {
+		t.Errorf("rank %d, want 0", got)
+	}
+}
