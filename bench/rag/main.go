@@ -1,5 +1,7 @@
 // Command rag measures knowledge bases: retrieval quality on the evaluation
-// set in rag/testdata/eval (-mode eval, `make eval-rag`), and ingestion
+// set in rag/testdata/eval and on the second set, rag/testdata/eval-python,
+// asked over Debian's python3.11-doc pages (-mode eval, `make eval-rag`),
+// the rules of that second set (-mode check-eval), and ingestion
 // throughput and retrieval latency at scale (-mode bench, part of
 // `make bench`).
 //
