@@ -42,34 +42,19 @@ func evaluate(ctx context.Context, w io.Writer, e *env, dir, model string, weigh
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("no corpus in %s/corpus", dir)
 	}
-	dims, err := e.svc.Dimensions(ctx, model)
-	if err != nil {
-		return err
-	}
-	kb, err := e.store.CreateKB(ctx, e.user.ID, e.ws.ID, db.KBInput{Name: "eval", EmbedModel: model, Dims: dims})
-	if err != nil {
-		return err
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f)
 	}
 	start := time.Now()
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(data)
-		if _, err := e.store.AddDocument(ctx, e.user.ID, kb.ID, db.NewDocument{Name: filepath.Base(f), SHA256: hex.EncodeToString(sum[:]), Data: data},
-			e.svc.EnqueueIngest(ctx)); err != nil {
-			return err
-		}
-	}
-	chunks, err := waitReady(ctx, e, kb.ID)
+	kb, chunks, err := ingestFiles(ctx, e, "eval", model, files, names)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "Retrieval evaluation — %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "corpus: %d documents, %d chunks (chunk size %d, overlap %d), ingested in %.1f s; %d questions\n",
 		len(files), chunks, kb.ChunkSize, kb.ChunkOverlap, time.Since(start).Seconds(), len(qs))
-	fmt.Fprintf(w, "embedding model: %s (%d dimensions) at %s\n\n", model, dims, e.host)
+	fmt.Fprintf(w, "embedding model: %s (%d dimensions) at %s\n\n", model, kb.Dims, e.host)
 	fmt.Fprintf(w, "%-30s %10s %8s %10s\n", "mode", "recall@5", "MRR@10", "misses@5")
 	type variant struct {
 		name   string
@@ -115,6 +100,33 @@ func evaluate(ctx context.Context, w io.Writer, e *env, dir, model string, weigh
 		fmt.Fprintf(w, "         missed: %s\n", strings.Join(misses, " "))
 	}
 	return nil
+}
+
+// ingestFiles creates a knowledge base and ingests the files into it, under
+// the given document names, through the real job queue, and returns it with
+// its number of chunks once every document is ready.
+func ingestFiles(ctx context.Context, e *env, name, model string, files, names []string) (db.KnowledgeBase, int, error) {
+	dims, err := e.svc.Dimensions(ctx, model)
+	if err != nil {
+		return db.KnowledgeBase{}, 0, err
+	}
+	kb, err := e.store.CreateKB(ctx, e.user.ID, e.ws.ID, db.KBInput{Name: name, EmbedModel: model, Dims: dims})
+	if err != nil {
+		return kb, 0, err
+	}
+	for i, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return kb, 0, err
+		}
+		sum := sha256.Sum256(data)
+		if _, err := e.store.AddDocument(ctx, e.user.ID, kb.ID, db.NewDocument{Name: names[i], SHA256: hex.EncodeToString(sum[:]), Data: data},
+			e.svc.EnqueueIngest(ctx)); err != nil {
+			return kb, 0, err
+		}
+	}
+	chunks, err := waitReady(ctx, e, kb.ID)
+	return kb, chunks, err
 }
 
 // contains tells whether a chunk holds the passage, or one of its halves

@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -31,43 +28,24 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 	if err != nil {
 		return err
 	}
-	dims, err := e.svc.Dimensions(ctx, model)
-	if err != nil {
-		return err
-	}
-	kb, err := e.store.CreateKB(ctx, e.user.ID, e.ws.ID, db.KBInput{Name: "eval-python", EmbedModel: model, Dims: dims})
-	if err != nil {
-		return err
+	files := make([]string, len(s.Pages))
+	for i, p := range s.Pages {
+		files[i] = filepath.Join(root, p)
 	}
 	start := time.Now()
-	for _, p := range s.Pages {
-		data, err := os.ReadFile(filepath.Join(root, p))
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(data)
-		if _, err := e.store.AddDocument(ctx, e.user.ID, kb.ID, db.NewDocument{Name: p, SHA256: hex.EncodeToString(sum[:]), Data: data},
-			e.svc.EnqueueIngest(ctx)); err != nil {
-			return err
-		}
-	}
-	chunks, err := waitReady(ctx, e, kb.ID)
+	kb, chunks, err := ingestFiles(ctx, e, "eval-python", model, files, s.Pages)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nSecond set: %s over %s\n", dir, root)
 	fmt.Fprintf(w, "corpus: %d pages, %d chunks (chunk size %d, overlap %d), ingested in %.1f s; %d questions\n\n",
 		len(s.Pages), chunks, kb.ChunkSize, kb.ChunkOverlap, time.Since(start).Seconds(), len(s.Questions))
-	modes := []struct {
-		name string
-		mode rag.Mode
-	}{{"text", rag.TextOnly}, {"vector", rag.VectorOnly}, {fmt.Sprintf("hybrid %.2g", rag.DefaultVectorWeight), rag.Hybrid}}
+	out, err := askAll(ctx, e, kb, s.Questions)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "%-12s %-8s %4s %7s %7s %7s %7s %13s\n", "mode", "part", "n", "hit@1", "hit@3", "hit@6", "hit@10", "first=target")
-	// ranks[q][mode] is the hit rank (0: none in the top 10); top3 the
-	// first documents the default mode (hybrid, the last) retrieved.
-	ranks := make(map[string][]int, len(s.Questions))
-	top3 := make(map[string][]string, len(s.Questions))
-	for mi, m := range modes {
+	for mi, m := range evalModes {
 		for _, part := range []string{"dev", "heldout"} {
 			var n, first int
 			hits := make([]int, len(evalKs))
@@ -75,31 +53,16 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 				if q.Split != part {
 					continue
 				}
-				res, err := e.svc.Search(ctx, rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: q.Question, Mode: m.mode, TopK: 10, All: true})
-				if err != nil {
-					return err
-				}
 				n++
-				res = res[:min(len(res), evalKs[len(evalKs)-1])] // the fused list may run longer
-				docs := make([]string, len(res))
-				texts := make([]string, len(res))
-				for i, r := range res {
-					docs[i], texts[i] = r.Document, r.Text
-				}
-				rank := hitRank(docs, texts, q.Page, q.Answer)
+				o := out[q.ID][mi]
 				for i, k := range evalKs {
-					if rank > 0 && rank <= k {
+					if o.rank > 0 && o.rank <= k {
 						hits[i]++
 					}
 				}
-				if len(docs) > 0 && docs[0] == q.Page {
+				if o.first {
 					first++
 				}
-				if ranks[q.ID] == nil {
-					ranks[q.ID] = make([]int, len(modes))
-				}
-				ranks[q.ID][mi] = rank
-				top3[q.ID] = docs[:min(3, len(docs))]
 			}
 			fmt.Fprintf(w, "%-12s %-8s %4d", m.name, part, n)
 			for _, h := range hits {
@@ -111,14 +74,54 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 	fmt.Fprintf(w, "\nDev questions missed at 6 by some mode: the hit rank in text/vector/hybrid (- : not in the top 10),\n"+
 		"the question, the target page and the top 3 documents of hybrid.\n")
 	for _, q := range s.Questions {
-		rs := ranks[q.ID]
-		if q.Split != "dev" || (!missed(rs[0]) && !missed(rs[1]) && !missed(rs[2])) {
+		o := out[q.ID]
+		if q.Split != "dev" || (!missed(o[0].rank) && !missed(o[1].rank) && !missed(o[2].rank)) {
 			continue
 		}
-		fmt.Fprintf(w, "  %-6s %s/%s/%s  %s\n         target %s; top 3: %s\n", q.ID, rankText(rs[0]), rankText(rs[1]), rankText(rs[2]),
-			q.Question, q.Page, strings.Join(top3[q.ID], ", "))
+		fmt.Fprintf(w, "  %-6s %s/%s/%s  %s\n         target %s; top 3: %s\n", q.ID, rankText(o[0].rank), rankText(o[1].rank), rankText(o[2].rank),
+			q.Question, q.Page, strings.Join(o[2].top3, ", "))
 	}
 	return nil
+}
+
+// evalModes are the modes the second set is asked in; hybrid, at the
+// default weight, is last.
+var evalModes = []struct {
+	name string
+	mode rag.Mode
+}{{"text", rag.TextOnly}, {"vector", rag.VectorOnly}, {fmt.Sprintf("hybrid %.2g", rag.DefaultVectorWeight), rag.Hybrid}}
+
+// outcome is how one question fared in one mode: the hit rank (0: none in
+// the top 10), whether the first chunk is from the target page, and the
+// documents of the first three chunks.
+type outcome struct {
+	rank  int
+	first bool
+	top3  []string
+}
+
+// askAll asks every question in every mode of evalModes and returns the
+// outcomes by question id, in the order of evalModes.
+func askAll(ctx context.Context, e *env, kb db.KnowledgeBase, qs []pyQuestion) (map[string][]outcome, error) {
+	out := make(map[string][]outcome, len(qs))
+	maxK := evalKs[len(evalKs)-1]
+	for _, q := range qs {
+		for _, m := range evalModes {
+			res, err := e.svc.Search(ctx, rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: q.Question, Mode: m.mode, TopK: maxK, All: true})
+			if err != nil {
+				return nil, err
+			}
+			res = res[:min(len(res), maxK)] // the fused list may run longer
+			docs := make([]string, len(res))
+			texts := make([]string, len(res))
+			for i, r := range res {
+				docs[i], texts[i] = r.Document, r.Text
+			}
+			out[q.ID] = append(out[q.ID], outcome{rank: hitRank(docs, texts, q.Page, q.Answer),
+				first: len(docs) > 0 && docs[0] == q.Page, top3: docs[:min(3, len(docs))]})
+		}
+	}
+	return out, nil
 }
 
 func missed(rank int) bool { return rank == 0 || rank > 6 }

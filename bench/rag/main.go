@@ -75,20 +75,7 @@ func main() {
 	defer cleanup()
 	switch *mode {
 	case "eval":
-		var ws []float64
-		for _, f := range strings.Split(*weights, ",") {
-			v, perr := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if perr != nil || v <= 0 {
-				fail(fmt.Errorf("-weights: %q is not a positive number", f))
-			}
-			ws = append(ws, v)
-		}
-		err = evaluate(ctx, w, e, *corpus, *model, ws)
-		if _, serr := os.Stat(*pyroot); err == nil && serr == nil {
-			err = evaluatePython(ctx, w, e, *pyset, *pyroot, *model)
-		} else if err == nil {
-			fmt.Fprintf(w, "\nSecond set skipped: %s is absent (make deps-eval installs python3.11-doc)\n", *pyroot)
-		}
+		err = evaluateBoth(ctx, w, e, *model, *corpus, *weights, *pyset, *pyroot)
 	case "bench":
 		err = benchmark(ctx, w, e, *model, *chunks, *queries, *bulk)
 	default:
@@ -98,6 +85,27 @@ func main() {
 		cleanup()
 		fail(err)
 	}
+}
+
+// evaluateBoth runs the first set (its hybrid variants at the weights, a
+// comma-separated list) and then, when its corpus is installed, the second.
+func evaluateBoth(ctx context.Context, w io.Writer, e *env, model, corpus, weights, pyset, pyroot string) error {
+	var ws []float64
+	for _, f := range strings.Split(weights, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v <= 0 {
+			return fmt.Errorf("-weights: %q is not a positive number", f)
+		}
+		ws = append(ws, v)
+	}
+	if err := evaluate(ctx, w, e, corpus, model, ws); err != nil {
+		return err
+	}
+	if _, err := os.Stat(pyroot); err != nil {
+		fmt.Fprintf(w, "\nSecond set skipped: %s is absent (make deps-eval installs python3.11-doc)\n", pyroot)
+		return nil
+	}
+	return evaluatePython(ctx, w, e, pyset, pyroot, model)
 }
 
 func fail(err error) {
