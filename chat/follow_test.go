@@ -8,6 +8,7 @@ import (
 
 	"weft/chat"
 	"weft/db"
+	"weft/internal/testwait"
 )
 
 // follow collects what Follow reports of run until it returns.
@@ -87,6 +88,14 @@ func TestFollowingARunThatEndedGivesItsFinalAnswerAtOnce(t *testing.T) {
 	e := newEnv(t, chat.Config{})
 	first := e.send(0, "hello")
 	e.wait(first)
+	// The title is written after the first answer settles: while it is
+	// provisional every answer rightly asks for it.
+	if !testwait.Until(20*time.Second, func() bool {
+		th, err := e.store.Thread(context.Background(), e.user.ID, first.Thread.ID)
+		return err == nil && th.TitleState == db.TitleGenerated
+	}) {
+		t.Fatal("the first answer's title was never generated")
+	}
 	second := e.send(first.Thread.ID, "again")
 	_, m := e.wait(second)
 	events := e.follow(e.rt, second.Run.ID, "")
