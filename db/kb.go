@@ -26,13 +26,14 @@ type KnowledgeBase struct {
 	PendingModel  string    `db:"pending_model"`
 	PendingDims   int       `db:"pending_dims"`
 	PendingError  string    `db:"pending_error"`
-	Chunks        int       `db:"chunks"` // chunks of ready documents
+	Chunks        int       `db:"chunks"`   // chunks of ready documents
+	Language      string    `db:"language"` // the text-search configuration of its chunks
 	CreatedAt     time.Time `db:"created_at"`
 	UpdatedAt     time.Time `db:"updated_at"`
 }
 
 const kbCols = `id, workspace_id, owner_id, name, embed_model, dims, chunk_size, chunk_overlap, top_k,
-	min_similarity, generation, pending_model, pending_dims, pending_error, chunks, created_at, updated_at`
+	min_similarity, generation, pending_model, pending_dims, pending_error, chunks, language, created_at, updated_at`
 
 // Document statuses.
 const (

@@ -51,13 +51,23 @@ func (d *DB) StartIngest(ctx context.Context, doc int64) (IngestTarget, error) {
 
 // NewChunk is a chunk with its embedding, ready to store.
 type NewChunk struct {
-	Position  int
-	Text      string
-	Headings  []string
-	Heading   string
+	Position int
+	Text     string
+	Headings []string
+	Heading  string
+	// Title is the document's, searched with every chunk of it.
+	Title string
+	// Idents are the identifiers of the text kept whole as lexemes
+	// (max_connections, os.path.join), which the parser would split.
+	Idents    []string
 	Page      int
 	Embedding []float32
 }
+
+// chunkCols are the columns a chunk is copied in with; lang is the
+// knowledge base's text-search configuration (its OID, see regconfigOID).
+var chunkCols = []string{"kb_id", "document_id", "owner_id", "generation", "position", "text", "headings", "heading",
+	"title", "idents", "lang", "page", "dims", "embedding"}
 
 // StoredPositions returns how many chunks of a document's generation are
 // stored (ingestion resumes after them).
@@ -76,21 +86,22 @@ func (d *DB) StoreChunks(ctx context.Context, doc Document, generation, dims int
 		// (a new generation) since the job started: its vectors would not
 		// match. The job then starts again with the new model.
 		var current int
-		if err := tx.QueryRow(ctx, "SELECT generation FROM knowledge_bases WHERE id = $1 FOR SHARE", doc.KBID).Scan(&current); err != nil {
+		var lang uint32
+		if err := tx.QueryRow(ctx, "SELECT generation, language::regconfig::oid FROM knowledge_bases WHERE id = $1 FOR SHARE",
+			doc.KBID).Scan(&current, &lang); err != nil {
 			return err
 		}
 		if current != generation {
 			return ErrStaleGeneration
 		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"kb_chunks"},
-			[]string{"kb_id", "document_id", "owner_id", "generation", "position", "text", "headings", "heading", "page", "dims", "embedding"},
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"kb_chunks"}, chunkCols,
 			pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
 				c := chunks[i]
 				if len(c.Embedding) != dims {
 					return nil, fmt.Errorf("db: chunk %d has %d dimensions, the knowledge base %d", c.Position, len(c.Embedding), dims)
 				}
-				return []any{doc.KBID, doc.ID, doc.OwnerID, generation, c.Position, c.Text, c.Headings, c.Heading, c.Page, dims,
-					pgvector.NewVector(c.Embedding)}, nil
+				return []any{doc.KBID, doc.ID, doc.OwnerID, generation, c.Position, c.Text, c.Headings, c.Heading,
+					c.Title, nonNilStrings(c.Idents), lang, c.Page, dims, pgvector.NewVector(c.Embedding)}, nil
 			}))
 		if err != nil {
 			return err
@@ -150,4 +161,11 @@ func countWords(ctx context.Context, tx pgx.Tx, kb, doc int64, sign int) error {
 	_, err = tx.Exec(ctx, `UPDATE knowledge_bases SET chunks = chunks + $2 * (SELECT count(*) FROM kb_chunks c
 		WHERE c.document_id = $3 AND c.generation = knowledge_bases.generation) WHERE id = $1`, kb, sign, doc)
 	return err
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

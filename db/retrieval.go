@@ -25,8 +25,10 @@ type Source struct {
 	TextRank   int      `json:"text_rank,omitempty"`   // 1-based; 0: not found by the text search
 	Similarity float64  `json:"similarity"`            // cosine similarity to the question
 	TextScore  float64  `json:"text_score,omitempty"`
-	Fused      float64  `json:"fused"` // reciprocal rank fusion score
-	Cited      bool     `json:"cited,omitempty"`
+	// TextWhy is what each word of the question added to TextScore.
+	TextWhy map[string]float64 `json:"text_why,omitempty"`
+	Fused   float64            `json:"fused"` // reciprocal rank fusion score
+	Cited   bool               `json:"cited,omitempty"`
 }
 
 // ChunkHit is a chunk found by one of the searches.
@@ -85,69 +87,6 @@ func VectorSearchSQL(dims int) string {
 		FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id
 		WHERE c.dims = %[1]d AND c.kb_id = $2 AND c.owner_id = $3 AND c.generation = $4 AND d.status = 'ready'
 		ORDER BY c.embedding::vector(%[1]d) <=> $1::vector(%[1]d) LIMIT $5`, dims)
-}
-
-// A word held by more than commonShare of a knowledge base's chunks —
-// at least commonMin chunks, at most commonMax — is left out of full-text
-// queries: ranking every chunk that holds it costs time in proportion to
-// the knowledge base (about 5 µs a chunk) and says little about relevance.
-const (
-	commonShare = 0.05
-	commonMin   = 200
-	commonMax   = 500
-)
-
-// searchWords leaves out the words that too many chunks of the knowledge
-// base hold. When every word is that common, the text query is skipped (the
-// vector query still runs).
-func (d *DB) searchWords(ctx context.Context, kb KnowledgeBase, words []string) ([]string, error) {
-	limit := min(max(commonMin, int(commonShare*float64(kb.Chunks))), commonMax)
-	if kb.Chunks <= limit {
-		return words, nil
-	}
-	rows, err := d.q().Query(ctx, "SELECT word, chunks FROM kb_lexemes WHERE kb_id = $1 AND word = ANY($2)", kb.ID, words)
-	if err != nil {
-		return nil, err
-	}
-	counts := map[string]int{}
-	for rows.Next() {
-		var w string
-		var n int
-		if err := rows.Scan(&w, &n); err != nil {
-			return nil, err
-		}
-		counts[w] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	var keep []string
-	for _, w := range words {
-		if counts[w] <= limit {
-			keep = append(keep, w)
-		}
-	}
-	return keep, nil
-}
-
-// TextSearch returns the chunks matching any of the words (lexemes of the
-// 'simple' configuration), best ts_rank first. Words most chunks hold are
-// left out (searchWords).
-func (d *DB) TextSearch(ctx context.Context, user int64, kb KnowledgeBase, words []string, limit int) ([]ChunkHit, error) {
-	words, err := d.searchWords(ctx, kb, words)
-	if err != nil || len(words) == 0 {
-		return nil, err
-	}
-	rows, err := d.q().Query(ctx, `WITH q AS (SELECT to_tsquery('simple',
-			array_to_string(array(SELECT quote_literal(w) FROM unnest($1::text[]) w), ' | ')) AS tsq)
-		SELECT `+hitCols+`, ts_rank(c.tsv, q.tsq, 1)::float8 AS score
-		FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id, q
-		WHERE c.tsv @@ q.tsq AND c.kb_id = $2 AND c.owner_id = $3 AND c.generation = $4 AND d.status = 'ready'
-		ORDER BY score DESC, c.id LIMIT $5`, words, kb.ID, user, kb.Generation, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByName[ChunkHit])
 }
 
 // SetThreadKBs attaches exactly these knowledge bases to one of the user's
@@ -262,6 +201,9 @@ type PendingChunk struct {
 	Text       string   `db:"text"`
 	Headings   []string `db:"headings"`
 	Heading    string   `db:"heading"`
+	Title      string   `db:"title"`
+	Idents     []string `db:"idents"`
+	Lang       uint32   `db:"lang"`
 	Page       int      `db:"page"`
 }
 
@@ -269,7 +211,8 @@ type PendingChunk struct {
 // after the chunk id after (keyset: each batch costs its own size), that have
 // no counterpart in the next one yet.
 func (d *DB) ChunksToReembed(ctx context.Context, kb KnowledgeBase, after int64, limit int) ([]PendingChunk, error) {
-	rows, err := d.q().Query(ctx, `SELECT c.id, c.document_id, c.owner_id, c.position, c.text, c.headings, c.heading, c.page
+	rows, err := d.q().Query(ctx, `SELECT c.id, c.document_id, c.owner_id, c.position, c.text, c.headings, c.heading,
+			c.title, c.idents, c.lang::oid AS lang, c.page
 		FROM kb_chunks c WHERE c.kb_id = $1 AND c.generation = $2 AND c.id > $3
 		  AND NOT EXISTS (SELECT 1 FROM kb_chunks n WHERE n.document_id = c.document_id AND n.generation = $2 + 1 AND n.position = c.position)
 		ORDER BY c.id LIMIT $4`, kb.ID, kb.Generation, after, limit)
@@ -281,15 +224,14 @@ func (d *DB) ChunksToReembed(ctx context.Context, kb KnowledgeBase, after int64,
 
 // StoreReembedded inserts chunks of the next generation.
 func (d *DB) StoreReembedded(ctx context.Context, kb KnowledgeBase, chunks []PendingChunk, vectors [][]float32) error {
-	_, err := d.Pool.CopyFrom(ctx, pgx.Identifier{"kb_chunks"},
-		[]string{"kb_id", "document_id", "owner_id", "generation", "position", "text", "headings", "heading", "page", "dims", "embedding"},
+	_, err := d.Pool.CopyFrom(ctx, pgx.Identifier{"kb_chunks"}, chunkCols,
 		pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
 			c := chunks[i]
 			if len(vectors[i]) != kb.PendingDims {
 				return nil, fmt.Errorf("db: %d dimensions from the new model, expected %d", len(vectors[i]), kb.PendingDims)
 			}
-			return []any{kb.ID, c.DocumentID, c.OwnerID, kb.Generation + 1, c.Position, c.Text, c.Headings, c.Heading, c.Page,
-				kb.PendingDims, pgvector.NewVector(vectors[i])}, nil
+			return []any{kb.ID, c.DocumentID, c.OwnerID, kb.Generation + 1, c.Position, c.Text, c.Headings, c.Heading,
+				c.Title, nonNilStrings(c.Idents), c.Lang, c.Page, kb.PendingDims, pgvector.NewVector(vectors[i])}, nil
 		}))
 	return mapErr(err)
 }

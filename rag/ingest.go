@@ -116,9 +116,10 @@ func (s *Service) ingest(ctx context.Context, docID int64) error {
 	}
 	for start := done; start < len(chunks); start += s.cfg.EmbedBatch {
 		batch := chunks[start:min(start+s.cfg.EmbedBatch, len(chunks))]
+		title := DocTitle(t.Doc.Name)
 		texts := make([]string, len(batch))
 		for i, c := range batch {
-			texts[i] = EmbedText(c.Headings, c.Text)
+			texts[i] = EmbedText(title, c.Headings, c.Text)
 		}
 		vs, err := s.embedBackground(ctx, t.KB.EmbedModel, texts)
 		if err != nil {
@@ -132,8 +133,9 @@ func (s *Service) ingest(ctx context.Context, docID int64) error {
 		}
 		rows := make([]db.NewChunk, len(batch))
 		for i, c := range batch {
-			rows[i] = db.NewChunk{Position: c.Position, Text: c.Text, Headings: nonNil(c.Headings),
-				Heading: strings.Join(c.Headings, " › "), Page: c.Page, Embedding: vs[i]}
+			heading := strings.Join(c.Headings, " › ")
+			rows[i] = db.NewChunk{Position: c.Position, Text: c.Text, Headings: nonNil(c.Headings), Heading: heading,
+				Title: title, Idents: Identifiers(title + " " + heading + " " + c.Text), Page: c.Page, Embedding: vs[i]}
 		}
 		progress := float32(start+len(batch)) / float32(len(chunks))
 		if err := s.store.StoreChunks(ctx, t.Doc, t.KB.Generation, t.KB.Dims, rows, progress); err != nil {
@@ -141,14 +143,6 @@ func (s *Service) ingest(ctx context.Context, docID int64) error {
 		}
 	}
 	return nil
-}
-
-// EmbedText is what is embedded for a chunk: its heading path, then its text.
-func EmbedText(headings []string, text string) string {
-	if len(headings) == 0 {
-		return text
-	}
-	return strings.Join(headings, " › ") + "\n\n" + text
 }
 
 func nonNil(s []string) []string {
@@ -201,7 +195,7 @@ func (w *reembedWorker) Work(ctx context.Context, job *river.Job[ReembedArgs]) e
 		after = chunks[len(chunks)-1].ID
 		texts := make([]string, len(chunks))
 		for i, c := range chunks {
-			texts[i] = EmbedText(c.Headings, c.Text)
+			texts[i] = EmbedText(c.Title, c.Headings, c.Text)
 		}
 		vs, err := s.embedBackground(ctx, kb.PendingModel, texts)
 		if err == nil {

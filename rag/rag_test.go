@@ -324,7 +324,7 @@ func TestIngestionResumesAfterTheChunksAlreadyStored(t *testing.T) {
 	var first []db.NewChunk
 	for _, c := range chunks[:10] {
 		first = append(first, db.NewChunk{Position: c.Position, Text: c.Text, Headings: c.Headings, Page: c.Page,
-			Embedding: fakeollama.Vector(rag.EmbedText(c.Headings, c.Text), kb.Dims)})
+			Embedding: fakeollama.Vector(rag.EmbedText("", c.Headings, c.Text), kb.Dims)})
 	}
 	if err := e.store.StoreChunks(ctx, doc, kb.Generation, kb.Dims, first, 0.5); err != nil {
 		t.Fatal(err)
@@ -385,39 +385,6 @@ func insertChunks(t *testing.T, store *db.DB, user db.User, kb db.KnowledgeBase,
 		t.Fatal(err)
 	}
 	return doc
-}
-
-func TestFullTextLeavesOutWordsMostChunksHold(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, rag.Config{})
-	ctx := context.Background()
-	kb := e.kb(e.user, e.ws, "Numbers", "embedder-small")
-	doc := insertChunks(t, e.store, e.user, kb, 1500)
-	kb, _ = e.store.KB(ctx, e.user.ID, kb.ID)
-	if kb.Chunks != 1500 {
-		t.Fatalf("the knowledge base counts %d chunks, want 1500", kb.Chunks)
-	}
-	// "chunk" and "number" are in every chunk: only "77" narrows the search.
-	hits, err := e.store.TextSearch(ctx, e.user.ID, kb, []string{"chunk", "number", "77"}, 50)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(hits) != 1 || !strings.Contains(hits[0].Text, "number 77 ") {
-		t.Errorf("%d hits, want only chunk 77: %+v", len(hits), hits)
-	}
-	// Only common words: no text query at all (the vector query still runs).
-	if hits, err = e.store.TextSearch(ctx, e.user.ID, kb, []string{"chunk", "number"}, 5); err != nil || len(hits) != 0 {
-		t.Errorf("only common words: %d hits, %v", len(hits), err)
-	}
-	// Deleting the document takes its words out of the counts.
-	if err := e.store.DeleteDocument(ctx, e.user.ID, doc.ID); err != nil {
-		t.Fatal(err)
-	}
-	var left int
-	e.store.Pool.QueryRow(ctx, "SELECT coalesce(sum(chunks), 0) FROM kb_lexemes WHERE kb_id = $1", kb.ID).Scan(&left)
-	if kb, _ = e.store.KB(ctx, e.user.ID, kb.ID); kb.Chunks != 0 || left != 0 {
-		t.Errorf("after deleting the document: %d chunks, %d word counts left", kb.Chunks, left)
-	}
 }
 
 func pgvectorArg(v []float32) any { return pgvector.NewVector(v) }

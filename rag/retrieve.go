@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-	"unicode"
 
 	"weft/db"
 )
@@ -76,7 +74,7 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Result, error) {
 		}
 	}
 	var all []Result
-	words := QueryWords(q.Text)
+	words := db.TextQuery{Text: q.Text, Idents: Identifiers(q.Text)}
 	for _, kb := range q.KBs {
 		found, err := s.searchKB(ctx, q, kb, words, candidates(topK))
 		if err != nil {
@@ -150,39 +148,9 @@ func (s *Service) Retrieve(ctx context.Context, user int64, kbs []db.KnowledgeBa
 	return out, nil
 }
 
-// stopwords are left out of full-text queries: they match nearly every chunk.
-var stopwords = map[string]bool{}
-
-func init() {
-	for _, w := range strings.Fields(`a an and are as at be but by can could did do does for from had has have how
-		i if in into is it its me my no not of on or our so than that the their them then there these they this
-		to was we were what when where which who whom why will with would you your about after again all also am
-		any because been before being both each few further he her here hers him his itself just more most nor
-		once only other out over own same she should some such too under until up very while`) {
-		stopwords[w] = true
-	}
-}
-
-// QueryWords turns a question into the words of a full-text query: lower
-// case, letters and digits only, no stopwords, each once.
-func QueryWords(q string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, f := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	}) {
-		if stopwords[f] || seen[f] {
-			continue
-		}
-		seen[f] = true
-		out = append(out, f)
-	}
-	return out
-}
-
 // searchKB runs the vector and text searches of one knowledge base and fuses
 // their ranks.
-func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, words []string, n int) ([]Result, error) {
+func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, words db.TextQuery, n int) ([]Result, error) {
 	byID := map[int64]*Result{}
 	var order []int64
 	add := func(h db.ChunkHit) *Result {
@@ -221,8 +189,8 @@ func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, wo
 			return nil, err
 		}
 		for i, h := range hits {
-			r := add(h)
-			r.TextRank, r.TextScore = i+1, h.Score
+			r := add(h.ChunkHit)
+			r.TextRank, r.TextScore, r.TextWhy = i+1, h.Score, h.Why
 			r.Fused += 1.0 / float64(rrfK+i+1)
 			r.Relevant = true
 		}

@@ -79,7 +79,7 @@ func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, querie
 		rows := make([]db.NewChunk, len(chunks))
 		for i, c := range chunks {
 			rows[i] = db.NewChunk{Position: c.Position, Text: c.Text, Headings: c.Headings, Heading: strings.Join(c.Headings, " › "),
-				Page: c.Page, Embedding: fakeollama.Vector(rag.EmbedText(c.Headings, c.Text), dims)}
+				Page: c.Page, Embedding: fakeollama.Vector(rag.EmbedText("", c.Headings, c.Text), dims)}
 		}
 		doc, err := e.store.AddDocument(ctx, e.user.ID, kb.ID, db.NewDocument{Name: fmt.Sprintf("doc%d.md", d), SHA256: fmt.Sprint("bench", d), Data: data},
 			func(pgx.Tx, db.Document) error { return nil })
@@ -144,7 +144,7 @@ func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, querie
 		}
 		vec = append(vec, time.Since(t1))
 		t2 := time.Now()
-		if _, err := e.store.TextSearch(ctx, e.user.ID, kb, rag.QueryWords(q), 24); err != nil {
+		if _, err := e.store.TextSearch(ctx, e.user.ID, kb, db.TextQuery{Text: q, Idents: rag.Identifiers(q)}, 24); err != nil {
 			return err
 		}
 		txt = append(txt, time.Since(t2))

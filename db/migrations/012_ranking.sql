@@ -1,0 +1,44 @@
+-- Ranking that holds on documents nobody tuned for (issue 14).
+--
+-- Each knowledge base has a language: its chunks' full-text vectors are
+-- stemmed with that text-search configuration (english by default), so
+-- "files" finds "file". Identifiers such as max_connections, which the
+-- parser splits, are also kept whole (idents, lexemes added as they are).
+-- The document's title is part of every chunk's full-text vector and of its
+-- embedding input (contextual chunks): a passage deep in a page still says
+-- which page it is from.
+ALTER TABLE knowledge_bases ADD COLUMN language text NOT NULL DEFAULT 'english'
+    CHECK (language IN ('simple', 'arabic', 'armenian', 'basque', 'catalan', 'danish', 'dutch', 'english',
+        'finnish', 'french', 'german', 'greek', 'hindi', 'hungarian', 'indonesian', 'irish', 'italian',
+        'lithuanian', 'nepali', 'norwegian', 'portuguese', 'romanian', 'russian', 'serbian', 'spanish',
+        'swedish', 'tamil', 'turkish', 'yiddish'));
+
+ALTER TABLE kb_chunks ADD COLUMN lang regconfig NOT NULL DEFAULT 'english';
+ALTER TABLE kb_chunks ADD COLUMN title text NOT NULL DEFAULT '';
+ALTER TABLE kb_chunks ADD COLUMN idents text[] NOT NULL DEFAULT '{}';
+
+-- Chunks stored so far: their title is their document's name without its
+-- extension (what ingestion now does); their embeddings stay as they were
+-- until the knowledge base is re-embedded.
+UPDATE kb_chunks c SET title = regexp_replace(d.name, '\.[A-Za-z0-9]{1,5}$', '')
+    FROM kb_documents d WHERE d.id = c.document_id;
+
+-- The text the parser reads: dotted names split into their parts
+-- (os.path.join → os path join), which the parser would otherwise keep only
+-- whole; the whole names are in idents. Questions go through it too.
+CREATE FUNCTION kb_search_text(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN regexp_replace(t, '(?<=[[:alnum:]_])\.(?=[[:alpha:]_])', ' ', 'g');
+
+ALTER TABLE kb_chunks DROP COLUMN tsv;
+ALTER TABLE kb_chunks ADD COLUMN tsv tsvector GENERATED ALWAYS AS
+    (to_tsvector(lang, kb_search_text(title || ' ' || heading || ' ' || text)) || array_to_tsvector(idents)) STORED;
+CREATE INDEX kb_chunks_tsv_idx ON kb_chunks USING gin (tsv);
+
+-- The word counts are of the new lexemes: counted again.
+DELETE FROM kb_lexemes;
+INSERT INTO kb_lexemes (kb_id, word, chunks)
+    SELECT c.kb_id, l.lexeme, count(*)
+    FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id AND d.status = 'ready'
+        JOIN knowledge_bases k ON k.id = c.kb_id AND k.generation = c.generation,
+        unnest(tsvector_to_array(c.tsv)) l(lexeme)
+    GROUP BY c.kb_id, l.lexeme;
