@@ -14,7 +14,9 @@ import (
 
 // Retriever finds the sources of a rag answer (implemented by package rag).
 type Retriever interface {
-	Retrieve(ctx context.Context, user int64, kbs []db.KnowledgeBase, question string) ([]db.Source, error)
+	// model (asked with num_ctx numCtx) is the answer's: it may rewrite
+	// the question into search queries.
+	Retrieve(ctx context.Context, user int64, kbs []db.KnowledgeBase, question, model string, numCtx int) ([]db.Source, error)
 }
 
 // ragInstructions open the route context of a rag answer.
@@ -102,7 +104,7 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 	}
 	lr.setStatus(StatusSearching)
 	defer lr.setStatus(db.RunRunning)
-	sources, err = rt.cfg.Retriever.Retrieve(ctx, r.OwnerID, kbs, question.Content)
+	sources, err = rt.cfg.Retriever.Retrieve(ctx, r.OwnerID, kbs, question.Content, r.Model, rt.models.NumCtx(ctx, r.Model))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, "", ctx.Err()

@@ -30,10 +30,15 @@ type KnowledgeBase struct {
 	Language      string    `db:"language"` // the text-search configuration of its chunks
 	CreatedAt     time.Time `db:"created_at"`
 	UpdatedAt     time.Time `db:"updated_at"`
+
+	// RewriteQueries: the answering model turns each question into search
+	// queries, searched besides it (rag/rewrite.go).
+	RewriteQueries bool `db:"rewrite_queries"`
 }
 
 const kbCols = `id, workspace_id, owner_id, name, embed_model, dims, chunk_size, chunk_overlap, top_k,
-	min_similarity, generation, pending_model, pending_dims, pending_error, chunks, language, created_at, updated_at`
+	min_similarity, generation, pending_model, pending_dims, pending_error, chunks, language, created_at, updated_at,
+	rewrite_queries`
 
 // Document statuses.
 const (
@@ -74,6 +79,8 @@ type KBInput struct {
 	ChunkOverlap  int
 	TopK          int
 	MinSimilarity float64
+
+	RewriteQueries bool
 }
 
 // CreateKB adds a knowledge base to one of the user's active workspaces. A
@@ -136,8 +143,8 @@ func (d *DB) RenameKB(ctx context.Context, user, id int64, name string) error {
 // apply to documents added afterwards.
 func (d *DB) UpdateKBSettings(ctx context.Context, user, id int64, in KBInput) error {
 	return execOne(ctx, d.q(), `UPDATE knowledge_bases SET chunk_size = $3, chunk_overlap = $4, top_k = $5,
-		min_similarity = $6, updated_at = now() WHERE id = $1 AND owner_id = $2`,
-		id, user, in.ChunkSize, in.ChunkOverlap, in.TopK, in.MinSimilarity)
+		min_similarity = $6, rewrite_queries = $7, updated_at = now() WHERE id = $1 AND owner_id = $2`,
+		id, user, in.ChunkSize, in.ChunkOverlap, in.TopK, in.MinSimilarity, in.RewriteQueries)
 }
 
 // ThreadRef names a thread (for "these threads use it" confirmations).

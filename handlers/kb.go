@@ -37,12 +37,13 @@ type knowledge interface {
 	ChangeModel(ctx context.Context, user int64, kb db.KnowledgeBase, model string) (bool, error)
 	AddFile(ctx context.Context, user int64, kb db.KnowledgeBase, name string, r io.Reader, maxUserBytes int64) error
 	RetryDocument(ctx context.Context, user, doc int64) error
-	SearchKB(ctx context.Context, user int64, kb db.KnowledgeBase, question string) ([]rag.Result, error)
+	SearchKB(ctx context.Context, user int64, kb db.KnowledgeBase, question string, rw rag.Rewriter) ([]rag.Result, []string, error)
 	MaxFileBytes() int64
 }
 
 type embedCatalog interface {
 	EmbedModels(ctx context.Context) []string
+	NumCtx(ctx context.Context, model string) int
 }
 
 // kbs serves /kb: knowledge bases, their documents and the retrieval view.
@@ -119,7 +120,8 @@ func (h *kbs) show(w http.ResponseWriter, r *http.Request) {
 	}
 	if q := strings.TrimSpace(r.URL.Query().Get("q")); q != "" {
 		d.Query, d.Searched = q, true
-		res, err := h.rag.SearchKB(r.Context(), u.ID, kb, q)
+		res, queries, err := h.rag.SearchKB(r.Context(), u.ID, kb, q, h.rewriter(r, u.ID, kb))
+		d.Queries = queries
 		if msg, ok := usererr.Message(err); ok {
 			d.SearchError, d.Searched = msg, false
 		} else if err != nil {

@@ -103,12 +103,17 @@ func embedProblem(ctx context.Context, err error) string {
 // text, empty for "keep the current value".
 type Settings struct {
 	ChunkSize, ChunkOverlap, TopK, MinSimilarity string
+	RewriteQueries                               *bool // nil: keep
 }
 
 // UpdateSettings checks every setting against its bounds and saves them
 // all, or refuses with every problem named.
 func (s *Service) UpdateSettings(ctx context.Context, user int64, kb db.KnowledgeBase, in Settings) error {
-	out := db.KBInput{ChunkSize: kb.ChunkSize, ChunkOverlap: kb.ChunkOverlap, TopK: kb.TopK, MinSimilarity: kb.MinSimilarity}
+	out := db.KBInput{ChunkSize: kb.ChunkSize, ChunkOverlap: kb.ChunkOverlap, TopK: kb.TopK, MinSimilarity: kb.MinSimilarity,
+		RewriteQueries: kb.RewriteQueries}
+	if in.RewriteQueries != nil {
+		out.RewriteQueries = *in.RewriteQueries
+	}
 	var errs []string
 	num := func(field, text string, lo, hi int, dst *int) {
 		if v := strings.TrimSpace(text); v != "" {
@@ -213,14 +218,16 @@ func (s *Service) RetryDocument(ctx context.Context, user, doc int64) error {
 }
 
 // SearchKB ranks the chunks of one knowledge base for the question of its
-// page's search box (at most 2,000 characters), the relevant and the rest.
-func (s *Service) SearchKB(ctx context.Context, user int64, kb db.KnowledgeBase, question string) ([]Result, error) {
+// page's search box (at most 2,000 characters), the relevant and the rest,
+// and returns the queries rw's model searched beyond the question when the
+// knowledge base rewrites questions.
+func (s *Service) SearchKB(ctx context.Context, user int64, kb db.KnowledgeBase, question string, rw Rewriter) ([]Result, []string, error) {
 	if utf8.RuneCountInString(question) > 2000 {
-		return nil, usererr.New("The question is longer than 2,000 characters.")
+		return nil, nil, usererr.New("The question is longer than 2,000 characters.")
 	}
-	res, err := s.Search(ctx, Query{User: user, KBs: []db.KnowledgeBase{kb}, Text: question, All: true, TopK: kb.TopK})
+	res, queries, err := s.SearchRewritten(ctx, Query{User: user, KBs: []db.KnowledgeBase{kb}, Text: question, All: true, TopK: kb.TopK}, rw)
 	if msg, ok := usererr.Message(err); ok {
-		return nil, usererr.Wrap(err, usererr.Capitalize(msg))
+		return nil, nil, usererr.Wrap(err, usererr.Capitalize(msg))
 	}
-	return res, err
+	return res, queries, err
 }

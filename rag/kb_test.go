@@ -47,7 +47,7 @@ func TestKnowledgeBaseRulesRefuseWithAMessageForTheUser(t *testing.T) {
 	}
 	add("the same content", e.svc.AddFile(ctx, e.user.ID, kb, "b.txt", strings.NewReader("some notes"), 0),
 		"b.txt: the same content is already in this knowledge base (as a.txt)")
-	_, err = e.svc.SearchKB(ctx, e.user.ID, kb, strings.Repeat("q", 2001))
+	_, _, err = e.svc.SearchKB(ctx, e.user.ID, kb, strings.Repeat("q", 2001), rag.Rewriter{})
 	add("a long question", err, "The question is longer than 2,000 characters.")
 	_, err = e.svc.ChangeModel(ctx, e.user.ID, kb, "")
 	add("no new model", err, "Choose an embedding model.")

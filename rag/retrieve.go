@@ -135,9 +135,11 @@ func (e SearchError) UserMessage() string { return e.Msg }
 func (SearchError) Is(target error) bool { return target == ErrSearch }
 
 // Retrieve returns the numbered sources for a rag answer (package chat calls
-// it through its Retriever interface).
-func (s *Service) Retrieve(ctx context.Context, user int64, kbs []db.KnowledgeBase, question string) ([]db.Source, error) {
-	res, err := s.Search(ctx, Query{User: user, KBs: kbs, Text: question})
+// it through its Retriever interface). model, with the num_ctx of its
+// requests, is the answer's: it rewrites the question when a knowledge
+// base asks for it (rewrite.go).
+func (s *Service) Retrieve(ctx context.Context, user int64, kbs []db.KnowledgeBase, question, model string, numCtx int) ([]db.Source, error) {
+	res, _, err := s.SearchRewritten(ctx, Query{User: user, KBs: kbs, Text: question}, Rewriter{Model: model, NumCtx: numCtx})
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,9 @@ type Config struct {
 	// RetryBackoff is the first wait after a transient embedding error
 	// (default 1 s; doubled per try, 4 tries per batch).
 	RetryBackoff time.Duration
+	// RewriteTimeout bounds the model's query rewriting (default 10 s):
+	// past it the question is searched alone.
+	RewriteTimeout time.Duration
 }
 
 // Queue is the job queue ingestion and re-embedding run in: River's
@@ -52,6 +55,7 @@ type Jobs interface {
 type Service struct {
 	store *db.DB
 	emb   Embedder
+	llm   Chatter // rewrites questions into search queries
 	cfg   Config
 	jobs  Jobs
 	sem   chan struct{} // bounds background embedding requests
@@ -59,7 +63,7 @@ type Service struct {
 
 // New returns a service whose workers are registered on jobs; they run
 // once the queue starts.
-func New(store *db.DB, emb Embedder, jobs Jobs, cfg Config) (*Service, error) {
+func New(store *db.DB, emb Ollama, jobs Jobs, cfg Config) (*Service, error) {
 	if cfg.MaxFileBytes <= 0 {
 		cfg.MaxFileBytes = 50 << 20
 	}
@@ -72,7 +76,10 @@ func New(store *db.DB, emb Embedder, jobs Jobs, cfg Config) (*Service, error) {
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = time.Second
 	}
-	s := &Service{store: store, emb: emb, cfg: cfg, jobs: jobs, sem: make(chan struct{}, cfg.EmbedConcurrency)}
+	if cfg.RewriteTimeout <= 0 {
+		cfg.RewriteTimeout = 10 * time.Second
+	}
+	s := &Service{store: store, emb: emb, llm: emb, cfg: cfg, jobs: jobs, sem: make(chan struct{}, cfg.EmbedConcurrency)}
 	err := jobs.Register(func(w *river.Workers) error {
 		if err := river.AddWorkerSafely(w, &ingestWorker{s: s}); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,21 +58,27 @@ func evaluate(ctx context.Context, w io.Writer, e *env, dir, model string, weigh
 	fmt.Fprintf(w, "embedding model: %s (%d dimensions) at %s\n\n", model, kb.Dims, e.host)
 	fmt.Fprintf(w, "%-30s %10s %8s %10s\n", "mode", "recall@5", "MRR@10", "misses@5")
 	type variant struct {
-		name   string
-		mode   rag.Mode
-		weight float64
+		name    string
+		mode    rag.Mode
+		weight  float64
+		rewrite bool
 	}
-	variants := []variant{{"vector", rag.VectorOnly, 0}, {"text", rag.TextOnly, 0}}
+	variants := []variant{{"vector", rag.VectorOnly, 0, false}, {"text", rag.TextOnly, 0, false}}
 	for _, wt := range weights {
-		variants = append(variants, variant{fmt.Sprintf("hybrid (vector weight %.2g)", wt), rag.Hybrid, wt})
+		variants = append(variants, variant{fmt.Sprintf("hybrid (vector weight %.2g)", wt), rag.Hybrid, wt, false})
+	}
+	if e.rw.model != "" {
+		for _, v := range slices.Clone(variants) {
+			variants = append(variants, variant{v.name + " +rw", v.mode, v.weight, true})
+		}
 	}
 	for _, v := range variants {
 		mode := v.name
 		var hit5, rr float64
 		var misses []string
 		for _, q := range qs {
-			res, err := e.svc.Search(ctx, rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: q.Question, Mode: v.mode,
-				VectorWeight: v.weight, TopK: 10, All: true})
+			res, err := e.search(ctx, rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: q.Question, Mode: v.mode,
+				VectorWeight: v.weight, TopK: 10, All: true}, v.rewrite)
 			if err != nil {
 				return err
 			}
@@ -99,6 +106,7 @@ func evaluate(ctx context.Context, w io.Writer, e *env, dir, model string, weigh
 		sort.Strings(misses)
 		fmt.Fprintf(w, "         missed: %s\n", strings.Join(misses, " "))
 	}
+	e.rw.report(w)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,8 +45,8 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%-12s %-8s %4s %7s %7s %7s %7s %13s\n", "mode", "part", "n", "hit@1", "hit@3", "hit@6", "hit@10", "first=target")
-	for mi, m := range evalModes {
+	fmt.Fprintf(w, "%-14s %-8s %4s %7s %7s %7s %7s %13s\n", "mode", "part", "n", "hit@1", "hit@3", "hit@6", "hit@10", "first=target")
+	for mi, m := range e.modes() {
 		for _, part := range []string{"dev", "heldout"} {
 			var n, first int
 			hits := make([]int, len(evalKs))
@@ -64,7 +65,7 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 					first++
 				}
 			}
-			fmt.Fprintf(w, "%-12s %-8s %4d", m.name, part, n)
+			fmt.Fprintf(w, "%-14s %-8s %4d", m.name, part, n)
 			for _, h := range hits {
 				fmt.Fprintf(w, " %7.3f", ratio(h, n))
 			}
@@ -81,15 +82,31 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 		fmt.Fprintf(w, "  %-6s %s/%s/%s  %s\n         target %s; top 3: %s\n", q.ID, rankText(o[0].rank), rankText(o[1].rank), rankText(o[2].rank),
 			q.Question, q.Page, strings.Join(o[2].top3, ", "))
 	}
+	e.rw.report(w)
 	return nil
 }
 
 // evalModes are the modes the second set is asked in; hybrid, at the
 // default weight, is last.
-var evalModes = []struct {
-	name string
-	mode rag.Mode
-}{{"text", rag.TextOnly}, {"vector", rag.VectorOnly}, {fmt.Sprintf("hybrid %.2g", rag.DefaultVectorWeight), rag.Hybrid}}
+var evalModes = []evalMode{{"text", rag.TextOnly, false}, {"vector", rag.VectorOnly, false},
+	{fmt.Sprintf("hybrid %.2g", rag.DefaultVectorWeight), rag.Hybrid, false}}
+
+type evalMode struct {
+	name    string
+	mode    rag.Mode
+	rewrite bool
+}
+
+// modes are evalModes, then with -rewrite each of them with query rewriting.
+func (e *env) modes() []evalMode {
+	out := slices.Clone(evalModes)
+	if e.rw.model != "" {
+		for _, m := range evalModes {
+			out = append(out, evalMode{m.name + " +rw", m.mode, true})
+		}
+	}
+	return out
+}
 
 // outcome is how one question fared in one mode: the hit rank (0: none in
 // the top 10), whether the first chunk is from the target page, and the
@@ -106,8 +123,8 @@ func askAll(ctx context.Context, e *env, kb db.KnowledgeBase, qs []pyQuestion) (
 	out := make(map[string][]outcome, len(qs))
 	maxK := evalKs[len(evalKs)-1]
 	for _, q := range qs {
-		for _, m := range evalModes {
-			res, err := e.svc.Search(ctx, rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: q.Question, Mode: m.mode, TopK: maxK, All: true})
+		for _, m := range e.modes() {
+			res, err := e.search(ctx, rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: q.Question, Mode: m.mode, TopK: maxK, All: true}, m.rewrite)
 			if err != nil {
 				return nil, err
 			}

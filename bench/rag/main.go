@@ -47,6 +47,8 @@ func main() {
 	weights := flag.String("weights", "1,0.5,0.3", "eval: vector weights of the hybrid variants (comma-separated)")
 	pyset := flag.String("pyset", "rag/testdata/eval-python", "eval, check-eval: the second set (questions.json, pages.txt)")
 	pyroot := flag.String("pyroot", "/usr/share/doc/python3.11/html", "eval, check-eval: the second set's corpus (Debian's python3.11-doc); eval skips the set when absent")
+	rewrite := flag.Bool("rewrite", false, "eval: also ask every mode with query rewriting (one more row per mode)")
+	chatModel := flag.String("chat-model", "tiny", "eval -rewrite: the chat model that rewrites questions")
 	flag.Parse()
 	if *mode == "check-eval" {
 		if err := checkEval(context.Background(), os.Stdout, *pyset, *pyroot, 100); err != nil {
@@ -73,6 +75,9 @@ func main() {
 		fail(err)
 	}
 	defer cleanup()
+	if *rewrite {
+		e.rw.model = *chatModel
+	}
 	switch *mode {
 	case "eval":
 		err = evaluateBoth(ctx, w, e, *model, *corpus, *weights, *pyset, *pyroot)
@@ -120,6 +125,7 @@ type env struct {
 	user  db.User
 	ws    db.Workspace
 	host  string
+	rw    rewriting
 }
 
 func setup(ctx context.Context, dbURL, ollama string) (*env, func(), error) {

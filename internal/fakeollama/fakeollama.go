@@ -8,8 +8,9 @@
 // errors before and in the middle of a stream, final metrics), /api/tags,
 // /api/show, /api/embed, /api/embeddings, /api/version, /api/ps and the
 // "Ollama is running" root. Replies are deterministic: by default they are
-// driven by directives written in the last user message (see DefaultReply),
-// or by a script given with WithScript or SetScript.
+// driven by directives written in the last user message (see DefaultReply;
+// a request for structured output gets JSON in its format), or by a script
+// given with WithScript or SetScript.
 //
 // The directives of DefaultReply (details there):
 //

@@ -18,6 +18,11 @@ var ThinkingChunks = []string{"Let me think. ", "The user wrote something. ", "I
 // DefaultReply is the reply logic used when no script is set. It is
 // exported so that scripts can fall back to it.
 //
+// A request with a "format" (structured output, streamed or not) gets one
+// chunk of JSON in that format made from the last user message (see
+// formatReply: a schema's strings are that message); directives are
+// removed and ignored.
+//
 // A non-streamed request ("stream": false) is a summary request when one of
 // its system messages contains "summar" (any case): the reply is one chunk
 // "Summary: <first 12 words of the LAST user message>" (directives removed;
@@ -71,6 +76,9 @@ var ThinkingChunks = []string{"Let me think. ", "The user wrote something. ", "I
 //     200 runes>" in word chunks ("Done after N tool rounds." alone when no
 //     tool message follows the last assistant message).
 func DefaultReply(req *api.ChatRequest) Reply {
+	if isFormatRequest(req) {
+		return formatReply(req)
+	}
 	if req.Stream != nil && !*req.Stream {
 		if isSummaryRequest(req) {
 			return Reply{Chunks: []string{summaryFor(req)}}
