@@ -41,6 +41,19 @@ func answerReserve(numCtx int, role *db.Role) int {
 	return min(1024, numCtx/4)
 }
 
+// sourceShare is the part of the prompt's room (the window less the
+// answer's) that a rag answer's sources may take: the rest is for the
+// instructions, the conversation and the question. At the default window
+// (8,192 tokens, 4 characters a token) it is about 14,000 characters, nine
+// or ten chunks of the default size.
+const sourceShare = 0.5
+
+// SourceChars is how many characters of sources fit a rag answer asked
+// with num_ctx numCtx (role: the thread's, or nil), at charsPerToken.
+func SourceChars(numCtx int, role *db.Role, charsPerToken float64) int {
+	return int(float64(numCtx-answerReserve(numCtx, role)) * sourceShare * charsPerToken)
+}
+
 // estimateTokens estimates the prompt tokens of messages.
 func estimateTokens(msgs []api.Message, charsPerToken float64) int {
 	n := 0

@@ -15,8 +15,9 @@ import (
 // Retriever finds the sources of a rag answer (implemented by package rag).
 type Retriever interface {
 	// model (asked with num_ctx numCtx) is the answer's: it may rewrite
-	// the question into search queries.
-	Retrieve(ctx context.Context, user int64, kbs []db.KnowledgeBase, question, model string, numCtx int) ([]db.Source, error)
+	// the question into search queries. The sources' text fits in
+	// maxChars characters (SourceChars).
+	Retrieve(ctx context.Context, user int64, kbs []db.KnowledgeBase, question, model string, numCtx, maxChars int) ([]db.Source, error)
 }
 
 // ragInstructions open the route context of a rag answer.
@@ -104,7 +105,11 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 	}
 	lr.setStatus(StatusSearching)
 	defer lr.setStatus(db.RunRunning)
-	sources, err = rt.cfg.Retriever.Retrieve(ctx, r.OwnerID, kbs, question.Content, r.Model, rt.models.NumCtx(ctx, r.Model))
+	numCtx, maxChars, err := rt.sourceRoom(ctx, r)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	sources, err = rt.cfg.Retriever.Retrieve(ctx, r.OwnerID, kbs, question.Content, r.Model, numCtx, maxChars)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, "", ctx.Err()
@@ -122,4 +127,16 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 		return nil, nil, "", err
 	}
 	return kbs, sources, "", nil
+}
+
+// sourceRoom is the window the answer will be asked with (as Assemble works
+// it out) and the characters of it its sources may take.
+func (rt *Runtime) sourceRoom(ctx context.Context, r db.Run) (numCtx, maxChars int, err error) {
+	cs, err := rt.store.ContextSources(ctx, r.OwnerID, r.ThreadID)
+	if err != nil {
+		return 0, 0, err
+	}
+	numCtx = contextWindow(rt.models.ContextLength(ctx, r.Model), rt.models.maxCtx, cs.Role, cs.Thread.NumCtx)
+	cpt, _ := rt.charsPerToken(ctx, r.Model)
+	return numCtx, SourceChars(numCtx, cs.Role, cpt), nil
 }

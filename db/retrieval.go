@@ -21,14 +21,23 @@ type Source struct {
 	Page       int      `json:"page,omitempty"`
 	Headings   []string `json:"headings,omitempty"`
 	Text       string   `json:"text"`
-	VectorRank int      `json:"vector_rank,omitempty"` // 1-based; 0: not found by the vector search
-	TextRank   int      `json:"text_rank,omitempty"`   // 1-based; 0: not found by the text search
-	Similarity float64  `json:"similarity"`            // cosine similarity to the question
-	TextScore  float64  `json:"text_score,omitempty"`
+	// Position is the chunk's in its document; Joined are the chunks after
+	// (or before) it that continue the same section, joined into this
+	// source's text.
+	Position   int     `json:"position,omitempty"`
+	Joined     []int64 `json:"joined,omitempty"`
+	VectorRank int     `json:"vector_rank,omitempty"` // 1-based; 0: not found by the vector search
+	TextRank   int     `json:"text_rank,omitempty"`   // 1-based; 0: not found by the text search
+	Similarity float64 `json:"similarity"`            // cosine similarity to the question
+	TextScore  float64 `json:"text_score,omitempty"`
 	// TextWhy is what each word of the question added to TextScore.
 	TextWhy map[string]float64 `json:"text_why,omitempty"`
-	Fused   float64            `json:"fused"` // reciprocal rank fusion score
-	Cited   bool               `json:"cited,omitempty"`
+	Fused   float64            `json:"fused"` // TextPart + VectorPart
+	// TextPart and VectorPart are what each side added to Fused (its
+	// scaled score, the vector's weighted).
+	TextPart   float64 `json:"text_part,omitempty"`
+	VectorPart float64 `json:"vector_part,omitempty"`
+	Cited      bool    `json:"cited,omitempty"`
 }
 
 // ChunkHit is a chunk found by one of the searches.

@@ -1,6 +1,8 @@
 package rag
 
 import (
+	"os"
+	"strconv"
 	"context"
 	"fmt"
 	"slices"
@@ -20,11 +22,14 @@ const (
 	TextOnly   Mode = "text"
 )
 
-// rrfK is the constant of reciprocal rank fusion (Cormack et al.: 60).
-const rrfK = 60
-
 // candidates is how many chunks each search contributes before fusion.
-func candidates(topK int) int { return max(20, 4*topK) }
+func candidates(topK int) int {
+	if v := os.Getenv("WEFT_TUNE_DEPTH"); v != "" {
+		n, _ := strconv.Atoi(v)
+		return n
+	}
+	return max(20, 4*topK)
+}
 
 // Query is one retrieval.
 type Query struct {
@@ -37,16 +42,18 @@ type Query struct {
 	// All keeps chunks below the relevance threshold (the retrieval view
 	// shows them, marked).
 	All bool
-	// VectorWeight weighs the vector ranks in the fusion (0: DefaultVectorWeight).
+	// VectorWeight weighs the vector side in the fusion (0: DefaultVectorWeight).
 	VectorWeight float64
 }
 
-// DefaultVectorWeight is the weight of vector ranks against text ranks
-// (1) in reciprocal rank fusion. On the evaluation set (make eval-rag, with
-// the in-repo lexical embedder) hybrid at 0.3 beats both text-only and
-// vector-only on recall@5 and MRR, while equal weights lose to text-only;
-// see docs/PERFORMANCE.md. With a real embedding model, run the evaluation
-// against it (-ollama) before changing this.
+// DefaultVectorWeight is the weight of the vector side against the text
+// side (1) in the fusion: each side's scores are scaled to [0, 1] over its
+// own list (the best BM25 score is 1; the similarities from the lowest to the
+// highest listed) and added, weighted. Chosen on the dev part of the second
+// evaluation set (make eval-rag, in-repo lexical embedder), where scores
+// beat reciprocal rank fusion, which ranked a chunk only one side found
+// above the one both liked; see docs/PERFORMANCE.md. With a real embedding
+// model, run the evaluation against it (-ollama) before changing this.
 const DefaultVectorWeight = 0.3
 
 // Result is a ranked chunk with how it ranked.
@@ -57,7 +64,7 @@ type Result struct {
 
 // Search ranks chunks of the knowledge bases for a question: a vector search
 // and a full-text search per knowledge base (each with the access filter in
-// its query), fused by reciprocal rank. A chunk is relevant when its
+// its query), their scores fused (see DefaultVectorWeight). A chunk is relevant when its
 // similarity reaches the knowledge base's threshold or the text search found
 // it.
 func (s *Service) Search(ctx context.Context, q Query) ([]Result, error) {
@@ -66,6 +73,9 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Result, error) {
 	}
 	if q.VectorWeight == 0 {
 		q.VectorWeight = DefaultVectorWeight
+		if v := os.Getenv("WEFT_TUNE_VW"); v != "" {
+			q.VectorWeight, _ = strconv.ParseFloat(v, 64)
+		}
 	}
 	topK := q.TopK
 	for _, kb := range q.KBs {
@@ -134,22 +144,6 @@ func (e SearchError) UserMessage() string { return e.Msg }
 // Is makes errors.Is(err, ErrSearch) hold.
 func (SearchError) Is(target error) bool { return target == ErrSearch }
 
-// Retrieve returns the numbered sources for a rag answer (package chat calls
-// it through its Retriever interface). model, with the num_ctx of its
-// requests, is the answer's: it rewrites the question when a knowledge
-// base asks for it (rewrite.go).
-func (s *Service) Retrieve(ctx context.Context, user int64, kbs []db.KnowledgeBase, question, model string, numCtx int) ([]db.Source, error) {
-	res, _, err := s.SearchRewritten(ctx, Query{User: user, KBs: kbs, Text: question}, Rewriter{Model: model, NumCtx: numCtx})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]db.Source, len(res))
-	for i, r := range res {
-		out[i] = r.Source
-	}
-	return out, nil
-}
-
 // searchKB runs the vector and text searches of one knowledge base and fuses
 // their ranks.
 func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, words db.TextQuery, n int) ([]Result, error) {
@@ -159,7 +153,7 @@ func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, wo
 		r := byID[h.ChunkID]
 		if r == nil {
 			r = &Result{Source: db.Source{ChunkID: h.ChunkID, DocumentID: h.DocumentID, KBID: kb.ID, KB: kb.Name,
-				Document: h.Document, Page: h.Page, Headings: h.Headings, Text: h.Text}}
+				Document: h.Document, Page: h.Page, Headings: h.Headings, Text: h.Text, Position: h.Position}}
 			byID[h.ChunkID] = r
 			order = append(order, h.ChunkID)
 		}
@@ -176,10 +170,12 @@ func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, wo
 		if err != nil {
 			return nil, err
 		}
+		lo, hi := scoreRange(hits)
 		for i, h := range hits {
 			r := add(h)
 			r.VectorRank, r.Similarity = i+1, h.Score
-			r.Fused += q.VectorWeight / float64(rrfK+i+1)
+			r.VectorPart = q.VectorWeight * (h.Score - lo) / (hi - lo)
+			r.Fused += r.VectorPart
 			if h.Score >= kb.MinSimilarity {
 				r.Relevant = true
 			}
@@ -193,7 +189,13 @@ func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, wo
 		for i, h := range hits {
 			r := add(h.ChunkHit)
 			r.TextRank, r.TextScore, r.TextWhy = i+1, h.Score, h.Why
-			r.Fused += 1.0 / float64(rrfK+i+1)
+			if os.Getenv("WEFT_TUNE_TMM") != "" {
+				tlo, thi := scoreRange(textHits(hits))
+				r.TextPart = (h.Score - tlo) / (thi - tlo)
+			} else {
+				r.TextPart = h.Score / hits[0].Score
+			}
+			r.Fused += r.TextPart
 			r.Relevant = true
 		}
 	}
@@ -202,4 +204,25 @@ func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, wo
 		out = append(out, *byID[id])
 	}
 	return out, nil
+}
+
+// scoreRange is the lowest and the highest score of hits (best first),
+// apart when they are equal so that scaling by them divides by no zero.
+func scoreRange(hits []db.ChunkHit) (lo, hi float64) {
+	if len(hits) == 0 {
+		return 0, 1
+	}
+	hi, lo = hits[0].Score, hits[len(hits)-1].Score
+	if hi <= lo {
+		lo = hi - 1
+	}
+	return lo, hi
+}
+
+func textHits(h []db.TextHit) []db.ChunkHit {
+	out := make([]db.ChunkHit, len(h))
+	for i := range h {
+		out[i] = h[i].ChunkHit
+	}
+	return out
 }

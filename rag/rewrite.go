@@ -139,6 +139,7 @@ func topKOf(q Query) int {
 // is for. A chunk keeps how it ranked in the first list that found it;
 // Fused becomes its score across the queries. limit < 0 keeps them all.
 func fuseQueries(lists [][]Result, limit int) []Result {
+	const rrfK = 60 // the constant of reciprocal rank fusion (Cormack et al.)
 	type entry struct {
 		r     Result
 		score float64

@@ -67,7 +67,7 @@ func TestWithRewritingOffNoModelIsAskedAndTheQuestionAloneIsSearched(t *testing.
 	t.Parallel()
 	e, kb := rewriteEnv(t, false)
 	e.fake.SetScript(answering(fakeollama.Reply{Chunks: []string{`{"queries":["tram 28 through Alfama"]}`}}))
-	got, err := e.svc.Retrieve(context.Background(), e.user.ID, []db.KnowledgeBase{kb}, vague, "tiny", 4096)
+	got, err := e.svc.Retrieve(context.Background(), e.user.ID, []db.KnowledgeBase{kb}, vague, "tiny", 4096, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestWithRewritingOnTheModelsQueriesFindWhatTheQuestionAloneMisses(t *testin
 	}
 	e.fake.SetScript(answering(fakeollama.Reply{Chunks: []string{`{"queries":["tram 28 through Alfama", "` + vague + `", "tram 28 through alfama"]}`}}))
 
-	got, err := e.svc.Retrieve(ctx, e.user.ID, []db.KnowledgeBase{kb}, vague, "tiny", 4096)
+	got, err := e.svc.Retrieve(ctx, e.user.ID, []db.KnowledgeBase{kb}, vague, "tiny", 4096, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

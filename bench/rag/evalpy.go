@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"weft/chat"
 	"weft/db"
 	"weft/rag"
 )
@@ -45,10 +46,11 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%-14s %-8s %4s %7s %7s %7s %7s %13s\n", "mode", "part", "n", "hit@1", "hit@3", "hit@6", "hit@10", "first=target")
+	fmt.Fprintf(w, "%-14s %-8s %4s %7s %7s %7s %7s %13s %6s %7s %12s\n", "mode", "part", "n", "hit@1", "hit@3", "hit@6", "hit@10", "first=target",
+		"sent", "sources", "first sent")
 	for mi, m := range e.modes() {
 		for _, part := range []string{"dev", "heldout"} {
-			var n, first int
+			var n, first, sent, sentFirst, nsent int
 			hits := make([]int, len(evalKs))
 			for _, q := range s.Questions {
 				if q.Split != part {
@@ -64,12 +66,19 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 				if o.first {
 					first++
 				}
+				if o.sent {
+					sent++
+				}
+				if o.sentFirst {
+					sentFirst++
+				}
+				nsent += o.nsent
 			}
 			fmt.Fprintf(w, "%-14s %-8s %4d", m.name, part, n)
 			for _, h := range hits {
 				fmt.Fprintf(w, " %7.3f", ratio(h, n))
 			}
-			fmt.Fprintf(w, " %13.3f\n", ratio(first, n))
+			fmt.Fprintf(w, " %13.3f %6.3f %7.1f %12.3f\n", ratio(first, n), ratio(sent, n), float64(nsent)/float64(max(n, 1)), ratio(sentFirst, n))
 		}
 	}
 	fmt.Fprintf(w, "\nDev questions missed at 6 by some mode: the hit rank in text/vector/hybrid (- : not in the top 10),\n"+
@@ -115,6 +124,28 @@ type outcome struct {
 	rank  int
 	first bool
 	top3  []string
+	// The sources an answer would be sent (rag.Choose within
+	// chat.SourceChars of the default window): whether they hold the
+	// passage, whether the first is from the target page, how many.
+	sent, sentFirst bool
+	nsent           int
+}
+
+// evalWindow is the window the sources sent are chosen for: Weft's default
+// cap (WEFT_MAX_NUM_CTX), with the default 4 characters a token.
+const evalWindow = 8192
+
+// sentOf is what the sources of an answer asked in mode would hold.
+func sentOf(ctx context.Context, e *env, kb db.KnowledgeBase, q pyQuestion, m evalMode) (sent, first bool, n int, err error) {
+	res, err := e.search(ctx, rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: q.Question, Mode: m.mode, TopK: 3 * kb.TopK}, m.rewrite)
+	if err != nil {
+		return false, false, 0, err
+	}
+	src := rag.Choose(res, chat.SourceChars(evalWindow, nil, 4), kb.TopK)
+	for _, s := range src {
+		sent = sent || s.Document == q.Page && contains(s.Text, q.Answer)
+	}
+	return sent, len(src) > 0 && src[0].Document == q.Page, len(src), nil
 }
 
 // askAll asks every question in every mode of evalModes and returns the
@@ -134,8 +165,11 @@ func askAll(ctx context.Context, e *env, kb db.KnowledgeBase, qs []pyQuestion) (
 			for i, r := range res {
 				docs[i], texts[i] = r.Document, r.Text
 			}
-			out[q.ID] = append(out[q.ID], outcome{rank: hitRank(docs, texts, q.Page, q.Answer),
-				first: len(docs) > 0 && docs[0] == q.Page, top3: docs[:min(3, len(docs))]})
+			o := outcome{rank: hitRank(docs, texts, q.Page, q.Answer), first: len(docs) > 0 && docs[0] == q.Page, top3: docs[:min(3, len(docs))]}
+			if o.sent, o.sentFirst, o.nsent, err = sentOf(ctx, e, kb, q, m); err != nil {
+				return nil, err
+			}
+			out[q.ID] = append(out[q.ID], o)
 		}
 	}
 	return out, nil

@@ -42,3 +42,9 @@ INSERT INTO kb_lexemes (kb_id, word, chunks)
         JOIN knowledge_bases k ON k.id = c.kb_id AND k.generation = c.generation,
         unnest(tsvector_to_array(c.tsv)) l(lexeme)
     GROUP BY c.kb_id, l.lexeme;
+
+-- Sources are chosen by the room the model's window leaves them
+-- (chat.SourceChars); top_k is now the most an answer gets, no longer how
+-- many it always gets. Knowledge bases at the old default get the new one.
+ALTER TABLE knowledge_bases ALTER COLUMN top_k SET DEFAULT 16;
+UPDATE knowledge_bases SET top_k = 16 WHERE top_k = 6;
