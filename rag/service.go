@@ -12,6 +12,7 @@ import (
 
 	"weft/db"
 	"weft/internal/usererr"
+	"weft/internal/webfetch"
 )
 
 // Embedder is the part of the Ollama client that embeds.
@@ -33,6 +34,7 @@ type Config struct {
 	// RetryBackoff is the first wait after a transient embedding error
 	// (default 1 s; doubled per try, 4 tries per batch).
 	RetryBackoff time.Duration
+	Web          webfetch.Client // fetches pages added from the web (zero: the public internet, 1 min a page)
 }
 
 // Queue is the job queue ingestion and re-embedding run in: River's
@@ -77,7 +79,10 @@ func New(store *db.DB, emb Embedder, jobs Jobs, cfg Config) (*Service, error) {
 		if err := river.AddWorkerSafely(w, &ingestWorker{s: s}); err != nil {
 			return err
 		}
-		return river.AddWorkerSafely(w, &reembedWorker{s: s})
+		if err := river.AddWorkerSafely(w, &reembedWorker{s: s}); err != nil {
+			return err
+		}
+		return s.addWebWorkers(w)
 	})
 	if err != nil {
 		return nil, err

@@ -9,7 +9,8 @@
 // proxy instead of the destination; bodies and time are capped. Failures a
 // user can act on are *Error values worded for them (usererr.Messager).
 //
-// It must never decide what a fetched body means: callers read it.
+// It must never decide what a fetched body means — callers read it (a
+// page's <title>, Title, is all it reads).
 package webfetch
 
 import (
