@@ -60,7 +60,7 @@ func (h *kbWeb) panel(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d := views.KBWebData{KBID: kb.ID, Poll: r.URL.Query().Get("poll") != ""}
+	d := views.KBWebData{KBID: kb.ID}
 	var err error
 	if d.Crawls, err = h.store.WebCrawls(r.Context(), u.ID, kb.ID, 3); err != nil {
 		serverError(w, r, err)
