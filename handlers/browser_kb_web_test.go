@@ -101,7 +101,7 @@ func TestBrowserKnowledgeBaseFromTheWeb(t *testing.T) {
 	site.set("/sintra", webPage("Sintra", "Pena Palace sits above the town."))
 	u.act("add the sitemap", chromedp.Steps(
 		setValue(`[data-testid=kb-web] input[name=url]`, site.URL+"/sitemap.xml"),
-		click(`[data-testid=kb-web] input[name=scope][value=sitemap]`),
+		setValue(`[data-testid=kb-web] select[name=scope]`, "sitemap"),
 		click(`[data-testid=kb-web] button[type=submit]`),
 	), `document.querySelector('[data-testid=kb-crawl]')`)
 	u.do("mark the page once more", chromedp.Evaluate[chromedp.Void](`window.__kbSame = true`))
