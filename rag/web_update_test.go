@@ -146,4 +146,3 @@ func TestARefetchOfAChangedPageReplacesItsChunksWhileTheOldOnesAnswerUntilThen(t
 		t.Errorf("the knowledge base counts %d chunks, its document %d", n, d.Chunks)
 	}
 }
-
