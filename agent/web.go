@@ -3,40 +3,34 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
-	"strings"
-	"syscall"
 	"time"
+
+	"weft/internal/webfetch"
 )
 
 // Fetcher defaults.
 const (
-	defaultFetchBytes     = 2 << 20
+	defaultFetchBytes     = webfetch.DefaultMaxBytes
 	defaultFetchText      = 32 << 10
-	defaultFetchTimeout   = 15 * time.Second
-	defaultFetchRedirects = 5
+	defaultFetchTimeout   = webfetch.DefaultTimeout
+	defaultFetchRedirects = webfetch.DefaultMaxRedirects
 )
 
-// Fetcher fetches public web pages as text for the fetch_url tool. The model
-// chooses the URL, so a fetch must never reach the machine's own network:
-// every address is checked when it is dialled (after DNS, on every
-// redirect), which a rebinding DNS answer cannot get around. Zero fields
-// take the defaults.
+// Fetcher fetches public web pages as text for the fetch_url tool, through
+// webfetch: the model chooses the URL, so every address is checked when it
+// is dialled (after DNS, on every redirect). Zero fields take the defaults.
 type Fetcher struct {
 	MaxBytes     int64         // body bytes read (default 2 MiB); a longer page is cut and marked Truncated
 	MaxText      int           // bytes of text returned (default 32 KiB); more is cut and marked Truncated
 	Timeout      time.Duration // the whole fetch, redirects and body included (default 15 s)
 	MaxRedirects int           // redirects followed (default 5)
 
-	// allow decides whether an address may be dialled (nil: checkAddr).
-	// Tests use it to let exactly one local test server through.
-	allow func(netip.AddrPort) error
+	// allowed are local addresses tests let through (webfetch's
+	// AllowForTest); nil in every running server.
+	allowed []netip.AddrPort
 }
 
 // NewFetcher returns a Fetcher with the default limits.
@@ -63,20 +57,17 @@ func (f *Fetcher) withDefaults() Fetcher {
 	if c.MaxRedirects <= 0 {
 		c.MaxRedirects = defaultFetchRedirects
 	}
-	if c.allow == nil {
-		c.allow = checkAddr
-	}
 	return c
 }
 
-// errFetchTimeout is the cause of a fetch's own deadline, told apart from
-// the caller's.
-var errFetchTimeout = errors.New("web fetch timed out")
-
-// blockedError is a dial refused by the address policy.
-type blockedError struct{ addr netip.AddrPort }
-
-func (e *blockedError) Error() string { return "blocked address " + e.addr.String() }
+// client is the webfetch client with the Fetcher's limits.
+func (f Fetcher) client() webfetch.Client {
+	c := webfetch.Client{MaxBytes: f.MaxBytes, Timeout: f.Timeout, MaxRedirects: f.MaxRedirects}
+	if len(f.allowed) > 0 {
+		c = c.AllowForTest(f.allowed...)
+	}
+	return c
+}
 
 // Fetch fetches rawURL and returns it as text. Every failure the model can
 // act on (a refused URL or address, a timeout, an HTTP error, a page that is
@@ -84,63 +75,22 @@ func (e *blockedError) Error() string { return "blocked address " + e.addr.Strin
 // returned as is.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (FetchResult, error) {
 	cfg := f.withDefaults()
-	u, err := fetchURL(rawURL)
+	resp, err := cfg.client().Get(ctx, webfetch.Request{URL: rawURL})
 	if err != nil {
+		var we *webfetch.Error
+		if errors.As(err, &we) {
+			return FetchResult{}, Errorf("%s", we.Msg)
+		}
 		return FetchResult{}, err
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errFetchTimeout)
-	defer cancel()
-
-	host := u.Hostname() // of the hop being fetched, for messages
-	tr := cfg.transport()
-	defer tr.CloseIdleConnections()
-	client := &http.Client{
-		Transport: tr,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) > cfg.MaxRedirects {
-				return Errorf("web fetch stopped: the page redirects more than %d times", cfg.MaxRedirects)
-			}
-			if err := checkURL(req.URL, "web fetch refused a redirect"); err != nil {
-				return err
-			}
-			host = req.URL.Hostname()
-			return nil
-		},
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return FetchResult{}, Errorf("web fetch cannot use this URL")
-	}
-	req.Header.Set("User-Agent", "Mozilla/5.0 (compatible; Weft web fetch)")
-	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,application/json;q=0.8,*/*;q=0.1")
-
-	resp, err := client.Do(req)
-	if err != nil {
-		return FetchResult{}, fetchError(ctx, cfg, host, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		status := fmt.Sprint(resp.StatusCode)
-		if text := http.StatusText(resp.StatusCode); text != "" {
-			status += " " + text
-		}
-		return FetchResult{}, Errorf("the server answered %s", status)
-	}
-	header := resp.Header.Get("Content-Type")
-	mediaType := ""
+	header, mediaType := resp.ContentType, resp.MediaType
 	if header != "" {
-		mediaType, _, _ = mime.ParseMediaType(header)
-		mediaType = strings.ToLower(mediaType)
 		if _, ok := textKind(mediaType); !ok {
 			return FetchResult{}, notText(mediaType, header)
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, cfg.MaxBytes+1))
-	if err != nil {
-		return FetchResult{}, fetchError(ctx, cfg, host, err)
-	}
-	res := FetchResult{URL: resp.Request.URL.String(), Truncated: int64(len(data)) > cfg.MaxBytes}
-	data = data[:min(int64(len(data)), cfg.MaxBytes)]
+	data := resp.Body
+	res := FetchResult{URL: resp.URL, Truncated: resp.Truncated}
 	if mediaType == "" { // no Content-Type: judge by the bytes
 		header = http.DetectContentType(data)
 		mediaType, _, _ = mime.ParseMediaType(header)
@@ -163,81 +113,6 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (FetchResult, error)
 	}
 	res.Text = text
 	return res, nil
-}
-
-// transport dials only addresses the policy allows and never goes through a
-// proxy from the environment: the check must see the real destination.
-func (f Fetcher) transport() *http.Transport {
-	d := &net.Dialer{
-		Timeout: f.Timeout,
-		ControlContext: func(_ context.Context, network, address string, _ syscall.RawConn) error {
-			if network != "tcp4" && network != "tcp6" {
-				return fmt.Errorf("network %s: %w", network, &blockedError{})
-			}
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("address %q: %w", address, &blockedError{})
-			}
-			if err := f.allow(ap); err != nil {
-				return &blockedError{ap}
-			}
-			return nil
-		},
-	}
-	return &http.Transport{
-		Proxy:                  nil,
-		DialContext:            d.DialContext,
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    10 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
-	}
-}
-
-// fetchURL parses the URL the model asked for.
-func fetchURL(rawURL string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(rawURL))
-	if err != nil || u.Scheme == "" {
-		return nil, Errorf("web fetch needs a full URL starting with http:// or https://")
-	}
-	if err := checkURL(u, "web fetch refused this URL"); err != nil {
-		return nil, err
-	}
-	return u, nil
-}
-
-// checkURL allows http and https URLs with a host and without a user name
-// or password, whatever the port.
-func checkURL(u *url.URL, refused string) error {
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return Errorf("%s: only http and https pages can be fetched, not %s", refused, u.Scheme)
-	case u.User != nil:
-		return Errorf("%s: it contains a user name or password", refused)
-	case u.Hostname() == "":
-		return Errorf("%s: it has no host name", refused)
-	}
-	return nil
-}
-
-// fetchError turns a failed request or body read into what the model is
-// told.
-func fetchError(ctx context.Context, cfg Fetcher, host string, err error) error {
-	var te *ToolError
-	var be *blockedError
-	var dnsErr *net.DNSError
-	switch {
-	case errors.As(err, &te):
-		return te
-	case errors.As(err, &be):
-		return Errorf("web fetch blocked: %s resolves to a private or local address", host)
-	case errors.Is(context.Cause(ctx), errFetchTimeout):
-		return Errorf("web fetch timed out after %s", cfg.Timeout)
-	case ctx.Err() != nil:
-		return fmt.Errorf("web fetch: %w", context.Cause(ctx))
-	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return Errorf("web fetch failed: %s was not found", host)
-	}
-	return Errorf("web fetch failed: %s could not be reached", host)
 }
 
 // WebTools returns the web fetch tool. It reaches the internet, so it is

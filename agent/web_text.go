@@ -9,11 +9,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/net/html"
-	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
 
 	"weft/extract"
+	"weft/internal/webfetch"
 )
 
 // textKind reports whether a media type is text the agent can read, and
@@ -62,7 +61,7 @@ func htmlText(ctx context.Context, page string) (string, error) {
 		return "", Errorf("the page could not be read as text")
 	}
 	var b strings.Builder
-	if title := htmlTitle(page); title != "" {
+	if title := webfetch.Title(page); title != "" {
 		b.WriteString("Title: " + title + "\n\n")
 	}
 	var prev []string
@@ -78,30 +77,6 @@ func htmlText(ctx context.Context, page string) (string, error) {
 		b.WriteString(strings.TrimRight(bl.Text, "\n") + "\n\n")
 	}
 	return strings.TrimSpace(b.String()), nil
-}
-
-// htmlTitle returns the text of the page's <title>, looked for before the
-// body only (an SVG in the body has titles of its own).
-func htmlTitle(page string) string {
-	z := html.NewTokenizer(strings.NewReader(page))
-	for range 10_000 {
-		switch z.Next() {
-		case html.ErrorToken:
-			return ""
-		case html.StartTagToken:
-			name, _ := z.TagName()
-			switch atom.Lookup(name) {
-			case atom.Title:
-				if z.Next() != html.TextToken {
-					return ""
-				}
-				return cutText(strings.Join(strings.Fields(string(z.Text())), " "), 300)
-			case atom.Body:
-				return ""
-			}
-		}
-	}
-	return ""
 }
 
 // plainText cleans text that is not HTML: control characters dropped (but

@@ -66,9 +66,10 @@ type Document struct {
 	ChunkOverlap int       `db:"chunk_overlap"`
 	CreatedAt    time.Time `db:"created_at"`
 	UpdatedAt    time.Time `db:"updated_at"`
+	WebSource              // a page fetched from the web (kb_web.go)
 }
 
-const docCols = "id, kb_id, owner_id, name, sha256, size, format, status, error, progress, chunks, chunk_size, chunk_overlap, created_at, updated_at"
+const docCols = "id, kb_id, owner_id, name, sha256, size, format, status, error, progress, chunks, chunk_size, chunk_overlap, created_at, updated_at, " + webDocCols
 
 // KBInput is what a user sets on a knowledge base.
 type KBInput struct {

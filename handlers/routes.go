@@ -148,6 +148,7 @@ type endpoints struct {
 	roles      *roles
 	settings   *settings
 	kbs        *kbs
+	kbWeb      *kbWeb
 	agent      *agentPages
 	media      *mediaPages
 	admin      *admin
@@ -161,6 +162,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 	tools := &agentTools{store: store, ag: ag, models: models}
 	shell := &shell{store: store, sessions: sh.sessions, models: models, agent: tools}
 	home := &home{shell: shell, store: store, media: med}
+	kh := &kbs{store: store, rag: kb, models: models, shell: shell, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}
 	return &endpoints{
 		cfg: cfg, store: store, sessions: sh.sessions, fileLimits: med.Limits(),
 		auth: &auth{store: store, sessions: sh.sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
@@ -174,11 +176,11 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		workspaces: &workspaces{store: store, shell: shell, sessions: sh.sessions},
 		roles:      &roles{store: store, shell: shell},
 		settings:   &settings{store: store, shell: shell},
-		kbs: &kbs{store: store, rag: kb, models: models, shell: shell, embedModel: cfg.EmbedModel,
-			maxBytes: cfg.UserMaxBytes},
-		agent: &agentPages{agentTools: tools, shell: shell, rt: rt},
-		media: &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell},
-		admin: &admin{store: store, shell: shell, media: med},
+		kbs:        kh,
+		kbWeb:      &kbWeb{kbs: kh, web: kb, store: store},
+		agent:      &agentPages{agentTools: tools, shell: shell, rt: rt},
+		media:      &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell},
+		admin:      &admin{store: store, shell: shell, media: med},
 	}
 }
 
@@ -304,6 +306,10 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.Post("/kb/{id}/delete", kh.delete)
 	r.Post("/kb/{id}/documents/{doc}/delete", kh.deleteDocument)
 	r.Post("/kb/{id}/documents/{doc}/retry", kh.retryDocument)
+	r.Post("/kb/{id}/web", e.kbWeb.add)
+	r.Get("/kb/{id}/web", e.kbWeb.panel)
+	r.Post("/kb/{id}/refetch", e.kbWeb.refetchAll)
+	r.Post("/kb/{id}/documents/{doc}/refetch", e.kbWeb.refetch)
 	r.Get("/m/{id}/sources/{n}", kh.source)
 	r.Post("/t/{id}/kbs", e.threads.setKBs)
 	r.Get("/tools", ap.settings)

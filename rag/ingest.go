@@ -116,26 +116,9 @@ func (s *Service) ingest(ctx context.Context, docID int64) error {
 	}
 	for start := done; start < len(chunks); start += s.cfg.EmbedBatch {
 		batch := chunks[start:min(start+s.cfg.EmbedBatch, len(chunks))]
-		title := DocTitle(t.Doc.Name)
-		texts := make([]string, len(batch))
-		for i, c := range batch {
-			texts[i] = EmbedText(title, c.Headings, c.Text)
-		}
-		vs, err := s.embedBackground(ctx, t.KB.EmbedModel, texts)
+		rows, err := s.embedChunks(ctx, t.KB.EmbedModel, DocTitle(t.Doc.Name), batch)
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if !transient(err) {
-				return permanent{msg: s.describeEmbedError(err, t.KB.EmbedModel)}
-			}
-			return fmt.Errorf("%w: %w", errEmbed, usererr.Wrap(err, s.describeEmbedError(err, t.KB.EmbedModel)))
-		}
-		rows := make([]db.NewChunk, len(batch))
-		for i, c := range batch {
-			heading := strings.Join(c.Headings, " › ")
-			rows[i] = db.NewChunk{Position: c.Position, Text: c.Text, Headings: nonNil(c.Headings), Heading: heading,
-				Title: title, Idents: Identifiers(title + " " + heading + " " + c.Text), Page: c.Page, Embedding: vs[i]}
+			return err
 		}
 		progress := float32(start+len(batch)) / float32(len(chunks))
 		if err := s.store.StoreChunks(ctx, t.Doc, t.KB.Generation, t.KB.Dims, rows, progress); err != nil {
@@ -143,6 +126,35 @@ func (s *Service) ingest(ctx context.Context, docID int64) error {
 		}
 	}
 	return nil
+}
+
+// embedChunks embeds a batch of a document's chunks (EmbedText, the
+// background limits and retries) and returns them ready to store, with the
+// document's title and the identifiers full-text search keeps whole. A
+// model that cannot embed is permanent; transient failures that outlived
+// their retries are errEmbed, for another attempt.
+func (s *Service) embedChunks(ctx context.Context, model, title string, batch []Chunk) ([]db.NewChunk, error) {
+	texts := make([]string, len(batch))
+	for i, c := range batch {
+		texts[i] = EmbedText(title, c.Headings, c.Text)
+	}
+	vs, err := s.embedBackground(ctx, model, texts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !transient(err) {
+			return nil, permanent{msg: s.describeEmbedError(err, model)}
+		}
+		return nil, fmt.Errorf("%w: %w", errEmbed, usererr.Wrap(err, s.describeEmbedError(err, model)))
+	}
+	rows := make([]db.NewChunk, len(batch))
+	for i, c := range batch {
+		heading := strings.Join(c.Headings, " › ")
+		rows[i] = db.NewChunk{Position: c.Position, Text: c.Text, Headings: nonNil(c.Headings), Heading: heading,
+			Title: title, Idents: Identifiers(title + " " + heading + " " + c.Text), Page: c.Page, Embedding: vs[i]}
+	}
+	return rows, nil
 }
 
 func nonNil(s []string) []string {

@@ -12,6 +12,7 @@ import (
 
 	"weft/db"
 	"weft/internal/usererr"
+	"weft/internal/webfetch"
 )
 
 // Embedder is the part of the Ollama client that embeds.
@@ -36,6 +37,7 @@ type Config struct {
 	// RewriteTimeout bounds the model's query rewriting (default 10 s):
 	// past it the question is searched alone.
 	RewriteTimeout time.Duration
+	Web            webfetch.Client // fetches pages added from the web (zero: the public internet, 1 min a page)
 }
 
 // Queue is the job queue ingestion and re-embedding run in: River's
@@ -84,7 +86,10 @@ func New(store *db.DB, emb Ollama, jobs Jobs, cfg Config) (*Service, error) {
 		if err := river.AddWorkerSafely(w, &ingestWorker{s: s}); err != nil {
 			return err
 		}
-		return river.AddWorkerSafely(w, &reembedWorker{s: s})
+		if err := river.AddWorkerSafely(w, &reembedWorker{s: s}); err != nil {
+			return err
+		}
+		return s.addWebWorkers(w)
 	})
 	if err != nil {
 		return nil, err

@@ -51,9 +51,11 @@ func hasLetter(s string) bool {
 	return false
 }
 
-// extRE is a file name's extension, as the migration that introduced
-// titles strips it (012_ranking.sql).
-var extRE = regexp.MustCompile(`\.[A-Za-z0-9]{1,5}$`)
+// extRE is the extension of a document format Weft reads, as the
+// migration that introduced titles strips it (012_ranking.sql). Only
+// those: a page added from the web is named by its title, which may end in
+// "3.11" or "os.path".
+var extRE = regexp.MustCompile(`(?i)\.(html?|xhtml|md|markdown|txt|text|pdf|docx|csv|tsv|rst)$`)
 
 // DocTitle is the title a document's chunks carry: its name without its
 // extension ("os.path.html" → "os.path", "Q3 report.pdf" → "Q3 report").

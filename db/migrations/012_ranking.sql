@@ -17,10 +17,10 @@ ALTER TABLE kb_chunks ADD COLUMN lang regconfig NOT NULL DEFAULT 'english';
 ALTER TABLE kb_chunks ADD COLUMN title text NOT NULL DEFAULT '';
 ALTER TABLE kb_chunks ADD COLUMN idents text[] NOT NULL DEFAULT '{}';
 
--- Chunks stored so far: their title is their document's name without its
--- extension (what ingestion now does); their embeddings stay as they were
+-- Chunks stored so far: their title is their document's name without the
+-- extension of its format (what ingestion now does, rag.DocTitle); their embeddings stay as they were
 -- until the knowledge base is re-embedded.
-UPDATE kb_chunks c SET title = regexp_replace(d.name, '\.[A-Za-z0-9]{1,5}$', '')
+UPDATE kb_chunks c SET title = regexp_replace(d.name, '\.(html?|xhtml|md|markdown|txt|text|pdf|docx|csv|tsv|rst)$', '', 'i')
     FROM kb_documents d WHERE d.id = c.document_id;
 
 -- The text the parser reads: dotted names split into their parts

@@ -1,6 +1,6 @@
-// The web fetch's address policy: which addresses may be dialled.
+// The address policy: which addresses may be dialled.
 
-package agent
+package webfetch
 
 import (
 	"fmt"
