@@ -2,7 +2,6 @@ package extract
 
 import (
 	"bytes"
-	"maps"
 	"strings"
 	"unicode/utf8"
 
@@ -14,8 +13,11 @@ import (
 // htmlSkip are the elements whose text the Markdown reader leaves out of
 // inline HTML, which has no page chrome to speak of but <nav>.
 var htmlSkip = func() map[atom.Atom]bool {
-	m := maps.Clone(htmlHidden)
-	m[atom.Nav] = true
+	m := map[atom.Atom]bool{atom.Nav: true}
+	for _, a := range []atom.Atom{atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Title, atom.Svg, atom.Math,
+		atom.Iframe, atom.Object, atom.Textarea, atom.Select, atom.Noembed, atom.Noframes} {
+		m[a] = htmlKind(a) == kindHidden
+	}
 	return m
 }()
 
@@ -54,6 +56,7 @@ func readHTML(r *reader, data []byte) error {
 func walkHTML(r *reader, src string, s *htmlScope, h *htmlReader) error {
 	z := html.NewTokenizer(strings.NewReader(src))
 	var t htmlTag
+	var name []byte
 	for n := 0; ; n++ {
 		if n%4096 == 0 {
 			if err := r.ctx.Err(); err != nil {
@@ -70,13 +73,14 @@ func walkHTML(r *reader, src string, s *htmlScope, h *htmlReader) error {
 			return h.finish()
 		case html.TextToken:
 			switch {
-			case h == nil:
-				s.countText(z.Text())
+			case h == nil: // entities count as their source: near enough
+				s.countText(z.Raw())
 			case s.keepText():
 				err = h.text(string(z.Text()))
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
-			readTag(z, &t, tt == html.SelfClosingTagToken)
+			name = rawTagName(z.Raw(), name)
+			readTag(z, &t, name, tt == html.SelfClosingTagToken, s)
 			keep, brk := s.start(&t)
 			switch {
 			case h == nil:
@@ -86,7 +90,7 @@ func walkHTML(r *reader, src string, s *htmlScope, h *htmlReader) error {
 				err = h.brk()
 			}
 		case html.EndTagToken:
-			name, _ := z.TagName()
+			name = rawTagName(z.Raw(), name)
 			a := atom.Lookup(name)
 			keep, closed := s.end(name, a)
 			if h != nil && keep {
@@ -102,11 +106,34 @@ func walkHTML(r *reader, src string, s *htmlScope, h *htmlReader) error {
 	}
 }
 
-// readTag reads the name and the attributes the scope looks at.
-func readTag(z *html.Tokenizer, t *htmlTag, selfClosing bool) {
-	name, more := z.TagName()
+// rawTagName is the lower-case name of a tag token, read from its source as
+// the tokenizer reads it, into buf: TagName would copy it, for every tag of
+// both passes.
+func rawTagName(raw, buf []byte) []byte {
+	buf = buf[:0]
+	i := 1 // "<"
+	if i < len(raw) && raw[i] == '/' {
+		i++
+	}
+	for ; i < len(raw); i++ {
+		c := raw[i]
+		switch c {
+		case ' ', '\n', '\r', '\t', '\f', '/', '>':
+			return buf
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf = append(buf, c)
+	}
+	return buf
+}
+
+// readTag reads a start tag and, if s wants them, the attributes s looks
+// at.
+func readTag(z *html.Tokenizer, t *htmlTag, name []byte, selfClosing bool, s *htmlScope) {
 	*t = htmlTag{name: name, a: atom.Lookup(name), selfClosing: selfClosing}
-	for more {
+	for more := s.wantsAttrs(t.a); more; {
 		var key, val []byte
 		key, val, more = z.TagAttr()
 		switch {

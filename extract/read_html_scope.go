@@ -26,31 +26,37 @@ const (
 	modeArticle                 // only the text of the page's one <article>, without chrome inside it
 )
 
-// htmlHidden are elements whose text is never content: code, styling,
-// embedded images and formulas, form controls' options, the <title>.
-var htmlHidden = map[atom.Atom]bool{
-	atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true,
-	atom.Title: true, atom.Svg: true, atom.Math: true, atom.Iframe: true, atom.Object: true,
-	atom.Textarea: true, atom.Select: true, atom.Noembed: true, atom.Noframes: true,
-}
+const (
+	// kindHidden: an element whose text is never content: code, styling,
+	// embedded images and formulas, form controls' options, the <title>.
+	kindHidden uint8 = 1 << iota
+	// kindVoid: an element that never has an end tag.
+	kindVoid
+	// kindContainer: an element whose class, id or role may make it chrome
+	// or the main content. Only elements whose end tag is never left out
+	// (an unclosed <li class="menu">, followed by counting, would hide the
+	// rest of the page) and that hold blocks or links: the chrome of real
+	// pages is made of these. Inline formatting (<span>, <code> …) is never
+	// chrome, and its attributes are not even read.
+	kindContainer
+)
 
-// htmlVoid are elements that never have an end tag, so never open a
-// region.
-var htmlVoid = map[atom.Atom]bool{
-	atom.Area: true, atom.Base: true, atom.Br: true, atom.Col: true, atom.Embed: true, atom.Hr: true,
-	atom.Img: true, atom.Input: true, atom.Link: true, atom.Meta: true, atom.Param: true,
-	atom.Source: true, atom.Track: true, atom.Wbr: true, atom.Keygen: true,
-}
-
-// htmlImpliedEnd are elements whose end tag may be left out: followed by
-// counting, one left open would hide the rest of the page, so their
-// attributes never make them chrome (the chrome of real pages is made of
-// divs, lists, links and sectioning elements).
-var htmlImpliedEnd = map[atom.Atom]bool{
-	atom.P: true, atom.Li: true, atom.Dt: true, atom.Dd: true, atom.Tr: true, atom.Td: true,
-	atom.Th: true, atom.Thead: true, atom.Tbody: true, atom.Tfoot: true, atom.Option: true,
-	atom.Optgroup: true, atom.Rt: true, atom.Rp: true, atom.Colgroup: true, atom.Caption: true,
-	atom.Html: true, atom.Head: true, atom.Body: true,
+// htmlKind says what an element is to the scope. A switch, not a map: it
+// runs for every tag, twice.
+func htmlKind(a atom.Atom) uint8 {
+	switch a {
+	case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Title, atom.Svg, atom.Math,
+		atom.Iframe, atom.Object, atom.Textarea, atom.Select, atom.Noembed, atom.Noframes:
+		return kindHidden
+	case atom.Area, atom.Base, atom.Br, atom.Col, atom.Embed, atom.Hr, atom.Img, atom.Input, atom.Link,
+		atom.Meta, atom.Param, atom.Source, atom.Track, atom.Wbr, atom.Keygen:
+		return kindVoid
+	case atom.Div, atom.Section, atom.Nav, atom.Aside, atom.Header, atom.Footer, atom.Main,
+		atom.Article, atom.Ul, atom.Ol, atom.Dl, atom.Menu, atom.Table, atom.A, atom.Form, atom.Button,
+		atom.Details, atom.Figure, atom.Dialog:
+		return kindContainer
+	}
+	return 0
 }
 
 // htmlRegion follows one open element to its end tag by counting the
@@ -107,7 +113,8 @@ func newHTMLScope(mode htmlMode) *htmlScope {
 // start takes a start tag and says whether the reader reads it, and whether
 // it began chrome that breaks the paragraph (a block left out).
 func (s *htmlScope) start(t *htmlTag) (keep, brk bool) {
-	void := t.selfClosing || htmlVoid[t.a]
+	kind := htmlKind(t.a)
+	void := t.selfClosing || kind&kindVoid != 0
 	if !void {
 		if s.chrome.open() {
 			s.chrome.start(t.name)
@@ -116,7 +123,7 @@ func (s *htmlScope) start(t *htmlTag) (keep, brk bool) {
 			s.content.start(t.name)
 		}
 	}
-	if htmlHidden[t.a] {
+	if kind&kindHidden != 0 {
 		if !void {
 			s.hidden[t.a]++
 			s.hiddenN++
@@ -126,16 +133,22 @@ func (s *htmlScope) start(t *htmlTag) (keep, brk bool) {
 	if s.hiddenN > 0 || s.chrome.open() {
 		return false, false
 	}
-	if !void && s.mode != modeAll {
+	if !void && s.mode != modeAll && (kind&kindContainer != 0 || t.a == 0) {
 		if !s.content.open() {
 			s.beginContent(t)
 		}
-		if !htmlImpliedEnd[t.a] && s.isChrome(t) {
+		if s.isChrome(t) {
 			s.chrome.begin(t.name, false)
-			return false, htmlBreak[t.a] || t.a == atom.Table || htmlHeading[t.a] > 0
+			return false, htmlBreak[t.a] || t.a == atom.Table
 		}
 	}
 	return s.inScope(), false
+}
+
+// wantsAttrs says whether start needs a tag's attributes (htmlTag's
+// class, id and role): only where it may begin chrome or content.
+func (s *htmlScope) wantsAttrs(a atom.Atom) bool {
+	return s.mode != modeAll && s.hiddenN == 0 && !s.chrome.open() && (a == 0 || htmlKind(a)&kindContainer != 0)
 }
 
 // beginContent opens the content region at a <main>, role=main or
@@ -158,7 +171,7 @@ func (s *htmlScope) beginContent(t *htmlTag) {
 func (s *htmlScope) end(name []byte, a atom.Atom) (keep, closed bool) {
 	if s.chrome.open() {
 		s.chrome.end(name)
-		if htmlHidden[a] && s.hidden[a] > 0 { // a hidden element inside chrome
+		if s.hidden[a] > 0 { // a hidden element inside chrome
 			s.hidden[a]--
 			s.hiddenN--
 		}
@@ -168,7 +181,7 @@ func (s *htmlScope) end(name []byte, a atom.Atom) (keep, closed bool) {
 	if s.content.open() {
 		closed = s.content.end(name)
 	}
-	if htmlHidden[a] {
+	if htmlKind(a)&kindHidden != 0 {
 		if s.hidden[a] > 0 {
 			s.hidden[a]--
 			s.hiddenN--

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -260,6 +261,40 @@ func TestReadHTMLWithHostileChromeAndMainStaysFast(t *testing.T) {
 				t.Errorf("took %v", d)
 			}
 			assertBlocks(t, got, tt.want)
+		})
+	}
+}
+
+// BenchmarkReadHTML reads the real pages of testdata/html and two large
+// pages, one of text and one of tags alone: the reader tokenizes each page
+// twice (a measuring pass, then the reading one).
+func BenchmarkReadHTML(b *testing.B) {
+	var pages []byte
+	files, _ := filepath.Glob(filepath.Join("testdata", "html", "*.html"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pages = append(pages, data...)
+	}
+	inputs := []struct {
+		name string
+		data []byte
+	}{
+		{"real pages", pages},
+		{"10 MB of paragraphs", []byte(strings.Repeat(`<div class="section"><p>Some words of a paragraph, and more.</p></div>`, 10<<20/70))},
+		{"10 MB of tags", []byte(strings.Repeat(`<div class="a"><span>`, 10<<20/21))},
+		{"10 MB of links", []byte(strings.Repeat(`<a>`, 10<<20/3))},
+	}
+	for _, in := range inputs {
+		b.Run(in.name, func(b *testing.B) {
+			b.SetBytes(int64(len(in.data)))
+			for b.Loop() {
+				if _, err := ReadInProcess(context.Background(), FormatHTML, in.data, Limits{}); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }
