@@ -11,15 +11,12 @@ import (
 )
 
 // htmlSkip are the elements whose text the Markdown reader leaves out of
-// inline HTML, which has no page chrome to speak of but <nav>.
-var htmlSkip = func() map[atom.Atom]bool {
-	m := map[atom.Atom]bool{atom.Nav: true}
-	for _, a := range []atom.Atom{atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Title, atom.Svg, atom.Math,
-		atom.Iframe, atom.Object, atom.Textarea, atom.Select, atom.Noembed, atom.Noframes} {
-		m[a] = htmlKind(a) == kindHidden
-	}
-	return m
-}()
+// inline HTML: the HTML reader's hidden elements (htmlKind) and <nav>.
+var htmlSkip = map[atom.Atom]bool{
+	atom.Script: true, atom.Style: true, atom.Nav: true, atom.Noscript: true, atom.Template: true,
+	atom.Title: true, atom.Svg: true, atom.Math: true, atom.Iframe: true, atom.Object: true,
+	atom.Textarea: true, atom.Select: true, atom.Noembed: true, atom.Noframes: true,
+}
 
 // htmlBreak are elements that end a paragraph where they start and end.
 var htmlBreak = map[atom.Atom]bool{

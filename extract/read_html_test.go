@@ -198,6 +198,8 @@ func TestReadHTMLLeavesOutChromeMarkedByRoleClassOrID(t *testing.T) {
 		{"an edit link and pagination", `<a class="edit-this-page">CHROME</a><div class="pagination">CHROME</div>`, true},
 		{"Docusaurus", `<nav class="theme-doc-breadcrumbs">CHROME</nav><div class="theme-doc-toc-mobile">CHROME</div><div class="theme-doc-footer">CHROME</div>`, true},
 		{"Hugo Docsy", `<div class="td-sidebar">CHROME</div><div class="td-page-meta">CHROME</div>`, true},
+		{"upper-case tags and attributes", `<DIV CLASS="Toc"><P>CHROME</P></DIV>`, true},
+		{"a custom element", `<docs-toc class="toc"><docs-toc>CHROME</docs-toc>CHROME</docs-toc>`, true},
 		{"chrome nested in chrome of the same name", `<div class="toc"><div><div>CHROME</div></div>CHROME</div>`, true},
 	}
 	for _, tt := range tests {
