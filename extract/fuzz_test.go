@@ -92,7 +92,9 @@ func FuzzReadDOCX(f *testing.F) {
 }
 
 func FuzzReadHTML(f *testing.F) {
-	fuzzRead(f, FormatHTML, []byte("<!doctype html><h1>T</h1><p>x<table><tr><td>a</td></tr></table>"))
+	fuzzRead(f, FormatHTML, []byte("<!doctype html><h1>T</h1><p>x<table><tr><td>a</td></tr></table>"),
+		[]byte(`<nav>n</nav><div class="toc x"><div>t</div></div><main><article><header><h1>H<a class=headerlink>¶</a></h1></header>`+
+			`<aside>a</aside><p>b<div role="navigation">r</div><table><tr><td>c</main><div class=sidebar><script>s</script>`))
 }
 
 func FuzzReadMarkdown(f *testing.F) {

@@ -10,7 +10,8 @@ import (
 	"golang.org/x/net/html/charset"
 )
 
-// htmlSkip are elements whose text is not content.
+// htmlSkip are the elements whose text the Markdown reader leaves out of
+// inline HTML: the HTML reader's hidden elements (htmlKind) and <nav>.
 var htmlSkip = map[atom.Atom]bool{
 	atom.Script: true, atom.Style: true, atom.Nav: true, atom.Noscript: true, atom.Template: true,
 	atom.Title: true, atom.Svg: true, atom.Math: true, atom.Iframe: true, atom.Object: true,
@@ -35,9 +36,24 @@ var htmlHeading = map[atom.Atom]int{atom.H1: 1, atom.H2: 2, atom.H3: 3, atom.H4:
 // readHTML reads an HTML page with the streaming tokenizer, which keeps no
 // tree: arbitrarily deep nesting costs nothing and unclosed elements are
 // harmless, since every block-level tag simply ends the current paragraph.
+// A first pass measures where the page's text is (htmlCounts), to choose
+// what the second keeps (htmlMode): see read_html_scope.go.
 func readHTML(r *reader, data []byte) error {
-	h := &htmlReader{r: r, skip: map[atom.Atom]int{}}
-	z := html.NewTokenizer(strings.NewReader(decodeHTML(data)))
+	src := decodeHTML(data)
+	first := newHTMLScope(modeBody)
+	if err := walkHTML(r, src, first, nil); err != nil {
+		return err
+	}
+	h := &htmlReader{r: r}
+	return walkHTML(r, src, newHTMLScope(first.counts.mode()), h)
+}
+
+// walkHTML runs the tokenizer over src, telling s every token and h what s
+// keeps; with h nil (the first pass) s only counts.
+func walkHTML(r *reader, src string, s *htmlScope, h *htmlReader) error {
+	z := html.NewTokenizer(strings.NewReader(src))
+	var t htmlTag
+	var name []byte
 	for n := 0; ; n++ {
 		if n%4096 == 0 {
 			if err := r.ctx.Err(); err != nil {
@@ -48,21 +64,82 @@ func readHTML(r *reader, data []byte) error {
 		var err error
 		switch tt {
 		case html.ErrorToken: // io.EOF: the tokenizer reads from memory
-			if err := h.flush(); err != nil {
-				return err
+			if h == nil {
+				return nil
 			}
-			return h.endTable()
+			return h.finish()
 		case html.TextToken:
-			err = h.text(string(z.Text()))
+			switch {
+			case h == nil: // entities count as their source: near enough
+				s.countText(z.Raw())
+			case s.keepText():
+				err = h.text(string(z.Text()))
+			}
 		case html.StartTagToken, html.SelfClosingTagToken:
-			name, _ := z.TagName()
-			err = h.start(atom.Lookup(name), tt == html.SelfClosingTagToken)
+			name = rawTagName(z.Raw(), name)
+			readTag(z, &t, name, tt == html.SelfClosingTagToken, s)
+			keep, brk := s.start(&t)
+			switch {
+			case h == nil:
+			case keep:
+				err = h.start(t.a, t.selfClosing)
+			case brk:
+				err = h.brk()
+			}
 		case html.EndTagToken:
-			name, _ := z.TagName()
-			err = h.end(atom.Lookup(name))
+			name = rawTagName(z.Raw(), name)
+			a := atom.Lookup(name)
+			keep, closed := s.end(name, a)
+			if h != nil && keep {
+				err = h.end(a)
+			}
+			if h != nil && closed && err == nil {
+				err = h.closeContent()
+			}
 		}
 		if err != nil {
 			return err
+		}
+	}
+}
+
+// rawTagName is the lower-case name of a tag token, read from its source as
+// the tokenizer reads it, into buf: TagName would copy it, for every tag of
+// both passes.
+func rawTagName(raw, buf []byte) []byte {
+	buf = buf[:0]
+	i := 1 // "<"
+	if i < len(raw) && raw[i] == '/' {
+		i++
+	}
+	for ; i < len(raw); i++ {
+		c := raw[i]
+		switch c {
+		case ' ', '\n', '\r', '\t', '\f', '/', '>':
+			return buf
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf = append(buf, c)
+	}
+	return buf
+}
+
+// readTag reads a start tag and, if s wants them, the attributes s looks
+// at.
+func readTag(z *html.Tokenizer, t *htmlTag, name []byte, selfClosing bool, s *htmlScope) {
+	*t = htmlTag{name: name, a: atom.Lookup(name), selfClosing: selfClosing}
+	for more := s.wantsAttrs(t.a); more; {
+		var key, val []byte
+		key, val, more = z.TagAttr()
+		switch {
+		case string(key) == "class" && t.class == nil:
+			t.class = val
+		case string(key) == "id" && t.id == nil:
+			t.id = val
+		case string(key) == "role" && t.role == nil:
+			t.role = val
 		}
 	}
 }
@@ -82,32 +159,20 @@ func decodeHTML(data []byte) string {
 }
 
 type htmlReader struct {
-	r        *reader
-	path     headingPath
-	skip     map[atom.Atom]int // open skipped elements
-	skipping int               // sum of skip
-	para     strings.Builder
-	pre      int // open <pre> elements
-	heading  int // level of the open heading, 0 if none
-	head     strings.Builder
-	table    int // depth of open tables
-	rows     [][]string
-	cell     *strings.Builder // nil between cells
-	caption  strings.Builder  // of the open table, read as a paragraph
-	inCap    bool
+	r       *reader
+	path    headingPath
+	para    strings.Builder
+	pre     int // open <pre> elements
+	heading int // level of the open heading, 0 if none
+	head    strings.Builder
+	table   int // depth of open tables
+	rows    [][]string
+	cell    *strings.Builder // nil between cells
+	caption strings.Builder  // of the open table, read as a paragraph
+	inCap   bool
 }
 
 func (h *htmlReader) start(a atom.Atom, selfClosing bool) error {
-	if htmlSkip[a] {
-		if !selfClosing {
-			h.skip[a]++
-			h.skipping++
-		}
-		return nil
-	}
-	if h.skipping > 0 {
-		return nil
-	}
 	if h.table > 0 {
 		return h.startInTable(a)
 	}
@@ -166,16 +231,6 @@ func (h *htmlReader) newCell() {
 }
 
 func (h *htmlReader) end(a atom.Atom) error {
-	if htmlSkip[a] {
-		if h.skip[a] > 0 {
-			h.skip[a]--
-			h.skipping--
-		}
-		return nil
-	}
-	if h.skipping > 0 {
-		return nil
-	}
 	switch {
 	case h.table > 0:
 		switch {
@@ -204,9 +259,6 @@ func (h *htmlReader) end(a atom.Atom) error {
 }
 
 func (h *htmlReader) text(s string) error {
-	if h.skipping > 0 {
-		return nil
-	}
 	if h.pre == 0 || h.table > 0 || h.heading > 0 {
 		s = collapseSpace(s)
 	}
@@ -258,6 +310,34 @@ func (h *htmlReader) flush() error {
 		text = strings.Join(lines, "\n")
 	}
 	return h.r.emit(Block{Text: text, Headings: h.path.path()})
+}
+
+// brk ends the paragraph where a block was left out.
+func (h *htmlReader) brk() error {
+	if h.table > 0 || h.heading > 0 {
+		h.write(" ")
+		return nil
+	}
+	return h.flush()
+}
+
+// closeContent ends everything still open where the part read alone ends,
+// so that nothing of it runs on into the next such part.
+func (h *htmlReader) closeContent() error {
+	err := h.flush()
+	if err == nil && h.table > 0 {
+		err = h.endTable()
+	}
+	h.pre = 0
+	return err
+}
+
+// finish ends the page.
+func (h *htmlReader) finish() error {
+	if err := h.flush(); err != nil {
+		return err
+	}
+	return h.endTable()
 }
 
 func (h *htmlReader) endTable() error {
