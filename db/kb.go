@@ -12,24 +12,27 @@ import (
 // KnowledgeBase is a set of documents in a workspace, searchable by
 // meaning (embeddings) and by words (full text).
 type KnowledgeBase struct {
-	ID            int64     `db:"id"`
-	WorkspaceID   int64     `db:"workspace_id"`
-	OwnerID       int64     `db:"owner_id"`
-	Name          string    `db:"name"`
-	EmbedModel    string    `db:"embed_model"`
-	Dims          int       `db:"dims"`
-	ChunkSize     int       `db:"chunk_size"`
-	ChunkOverlap  int       `db:"chunk_overlap"`
-	TopK          int       `db:"top_k"`
-	MinSimilarity float64   `db:"min_similarity"`
-	Generation    int       `db:"generation"`
-	PendingModel  string    `db:"pending_model"`
-	PendingDims   int       `db:"pending_dims"`
-	PendingError  string    `db:"pending_error"`
-	Chunks        int       `db:"chunks"`   // chunks of ready documents
-	Language      string    `db:"language"` // the text-search configuration of its chunks
-	CreatedAt     time.Time `db:"created_at"`
-	UpdatedAt     time.Time `db:"updated_at"`
+	ID            int64   `db:"id"`
+	WorkspaceID   int64   `db:"workspace_id"`
+	OwnerID       int64   `db:"owner_id"`
+	Name          string  `db:"name"`
+	EmbedModel    string  `db:"embed_model"`
+	Dims          int     `db:"dims"`
+	ChunkSize     int     `db:"chunk_size"`
+	ChunkOverlap  int     `db:"chunk_overlap"`
+	TopK          int     `db:"top_k"`
+	MinSimilarity float64 `db:"min_similarity"`
+	Generation    int     `db:"generation"`
+	PendingModel  string  `db:"pending_model"`
+	PendingDims   int     `db:"pending_dims"`
+	PendingError  string  `db:"pending_error"`
+	Chunks        int     `db:"chunks"`   // chunks of ready documents
+	Language      string  `db:"language"` // the text-search configuration of its chunks
+	// PendingLanguage is the language the chunks are being indexed in
+	// again ("" : none).
+	PendingLanguage string    `db:"pending_language"`
+	CreatedAt       time.Time `db:"created_at"`
+	UpdatedAt       time.Time `db:"updated_at"`
 
 	// RewriteQueries: the answering model turns each question into search
 	// queries, searched besides it (rag/rewrite.go).
@@ -37,7 +40,7 @@ type KnowledgeBase struct {
 }
 
 const kbCols = `id, workspace_id, owner_id, name, embed_model, dims, chunk_size, chunk_overlap, top_k,
-	min_similarity, generation, pending_model, pending_dims, pending_error, chunks, language, created_at, updated_at,
+	min_similarity, generation, pending_model, pending_dims, pending_error, chunks, language, pending_language, created_at, updated_at,
 	rewrite_queries`
 
 // Document statuses.

@@ -212,7 +212,6 @@ type PendingChunk struct {
 	Heading    string   `db:"heading"`
 	Title      string   `db:"title"`
 	Idents     []string `db:"idents"`
-	Lang       uint32   `db:"lang"`
 	Page       int      `db:"page"`
 }
 
@@ -221,7 +220,7 @@ type PendingChunk struct {
 // no counterpart in the next one yet.
 func (d *DB) ChunksToReembed(ctx context.Context, kb KnowledgeBase, after int64, limit int) ([]PendingChunk, error) {
 	rows, err := d.q().Query(ctx, `SELECT c.id, c.document_id, c.owner_id, c.position, c.text, c.headings, c.heading,
-			c.title, c.idents, c.lang::oid AS lang, c.page
+			c.title, c.idents, c.page
 		FROM kb_chunks c WHERE c.kb_id = $1 AND c.generation = $2 AND c.id > $3
 		  AND NOT EXISTS (SELECT 1 FROM kb_chunks n WHERE n.document_id = c.document_id AND n.generation = $2 + 1 AND n.position = c.position)
 		ORDER BY c.id LIMIT $4`, kb.ID, kb.Generation, after, limit)
@@ -233,6 +232,10 @@ func (d *DB) ChunksToReembed(ctx context.Context, kb KnowledgeBase, after int64,
 
 // StoreReembedded inserts chunks of the next generation.
 func (d *DB) StoreReembedded(ctx context.Context, kb KnowledgeBase, chunks []PendingChunk, vectors [][]float32) error {
+	var lang uint32
+	if err := d.q().QueryRow(ctx, "SELECT language::regconfig::oid FROM knowledge_bases WHERE id = $1", kb.ID).Scan(&lang); err != nil {
+		return err
+	}
 	_, err := d.Pool.CopyFrom(ctx, pgx.Identifier{"kb_chunks"}, chunkCols,
 		pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
 			c := chunks[i]
@@ -240,7 +243,7 @@ func (d *DB) StoreReembedded(ctx context.Context, kb KnowledgeBase, chunks []Pen
 				return nil, fmt.Errorf("db: %d dimensions from the new model, expected %d", len(vectors[i]), kb.PendingDims)
 			}
 			return []any{kb.ID, c.DocumentID, c.OwnerID, kb.Generation + 1, c.Position, c.Text, c.Headings, c.Heading,
-				c.Title, nonNilStrings(c.Idents), c.Lang, c.Page, kb.PendingDims, pgvector.NewVector(vectors[i])}, nil
+				c.Title, nonNilStrings(c.Idents), lang, c.Page, kb.PendingDims, pgvector.NewVector(vectors[i])}, nil
 		}))
 	return mapErr(err)
 }

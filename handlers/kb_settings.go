@@ -19,7 +19,7 @@ func (h *kbs) settings(w http.ResponseWriter, r *http.Request) {
 	}
 	f := r.PostForm
 	in := rag.Settings{ChunkSize: f.Get("chunk_size"), ChunkOverlap: f.Get("chunk_overlap"), TopK: f.Get("top_k"),
-		MinSimilarity: f.Get("min_similarity")}
+		MinSimilarity: f.Get("min_similarity"), Language: f.Get("language")}
 	// An unticked checkbox sends nothing: the form marks that it had one.
 	if f.Has("rewrite_present") {
 		on := f.Get("rewrite_queries") == "on"

@@ -7,6 +7,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,11 @@ func TestAKnowledgeBaseAnswersWithCitationsAndSaysWhenNothingIsFound(t *testing.
 			t.Errorf("the retrieval view lacks %q", want)
 		}
 	}
+	// And why: the words matched, stemmed ("tram" in "Trams"), with what
+	// each added, and the meaning's part.
+	if !regexp.MustCompile(`data-testid="kb-why">words: [^<]*\btram \d+\.\d\d[^<]*BM25 [^<]*; meaning: similarity`).MatchString(view.Body) {
+		t.Errorf("the retrieval view does not say why the first passage ranked: %s", view.Body)
+	}
 
 	// Ask with the knowledge base attached from the composer, as a role:
 	// the rag route goes through the same assembler as chat.
@@ -168,7 +174,7 @@ func TestAKnowledgeBaseAnswersWithCitationsAndSaysWhenNothingIsFound(t *testing.
 		t.Errorf("the answer has no citation link to the source: %s", tp.Body)
 	}
 	src := c.Get(fmt.Sprintf("/m/%d/sources/1", answer.ID))
-	for _, want := range []string{"lisbon.md", "Lisbon travel notes › Trams", "Tram 28 climbs", "source-vector-rank", "source-fused"} {
+	for _, want := range []string{"lisbon.md", "Lisbon travel notes › Trams", "Tram 28 climbs", "source-vector-rank", "source-fused", `data-testid="source-why">words: `} {
 		if src.StatusCode != http.StatusOK || !strings.Contains(src.Body, want) {
 			t.Errorf("the source page lacks %q (%d)", want, src.StatusCode)
 		}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -103,7 +104,8 @@ func embedProblem(ctx context.Context, err error) string {
 // text, empty for "keep the current value".
 type Settings struct {
 	ChunkSize, ChunkOverlap, TopK, MinSimilarity string
-	RewriteQueries                               *bool // nil: keep
+	Language                                     string // "": keep
+	RewriteQueries                               *bool  // nil: keep
 }
 
 // UpdateSettings checks every setting against its bounds and saves them
@@ -139,10 +141,17 @@ func (s *Service) UpdateSettings(ctx context.Context, user int64, kb db.Knowledg
 	if out.ChunkOverlap >= out.ChunkSize {
 		errs = append(errs, "the overlap must be smaller than the chunk size")
 	}
+	lang := strings.ToLower(strings.TrimSpace(in.Language))
+	if lang != "" && !slices.Contains(db.Languages, lang) {
+		errs = append(errs, fmt.Sprintf("the language must be one of %s", strings.Join(db.Languages, ", ")))
+	}
 	if len(errs) > 0 {
 		return usererr.New("Not saved: " + strings.Join(errs, "; ") + ".")
 	}
-	return s.store.UpdateKBSettings(ctx, user, kb.ID, out)
+	if err := s.store.UpdateKBSettings(ctx, user, kb.ID, out); err != nil {
+		return err
+	}
+	return s.setLanguage(ctx, user, kb, lang)
 }
 
 // ChangeModel moves a knowledge base to another embedding model: every

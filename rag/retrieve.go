@@ -1,8 +1,6 @@
 package rag
 
 import (
-	"os"
-	"strconv"
 	"context"
 	"fmt"
 	"slices"
@@ -23,13 +21,10 @@ const (
 )
 
 // candidates is how many chunks each search contributes before fusion.
-func candidates(topK int) int {
-	if v := os.Getenv("WEFT_TUNE_DEPTH"); v != "" {
-		n, _ := strconv.Atoi(v)
-		return n
-	}
-	return max(20, 4*topK)
-}
+// Each side's scores are scaled over this many of its best (at least): the
+// depth chosen on the dev part of the second evaluation set (40 and 100
+// did worse).
+func candidates(topK int) int { return max(60, topK) }
 
 // Query is one retrieval.
 type Query struct {
@@ -48,11 +43,10 @@ type Query struct {
 
 // DefaultVectorWeight is the weight of the vector side against the text
 // side (1) in the fusion: each side's scores are scaled to [0, 1] over its
-// own list (the best BM25 score is 1; the similarities from the lowest to the
-// highest listed) and added, weighted. Chosen on the dev part of the second
+// own list (from the lowest listed to the highest) and added, weighted. Chosen on the dev part of the second
 // evaluation set (make eval-rag, in-repo lexical embedder), where scores
-// beat reciprocal rank fusion, which ranked a chunk only one side found
-// above the one both liked; see docs/PERFORMANCE.md. With a real embedding
+// beat reciprocal rank fusion (which ranks by position only, however far
+// apart the scores) and 0.2 and 0.5 did no better; see docs/PERFORMANCE.md. With a real embedding
 // model, run the evaluation against it (-ollama) before changing this.
 const DefaultVectorWeight = 0.3
 
@@ -73,9 +67,6 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Result, error) {
 	}
 	if q.VectorWeight == 0 {
 		q.VectorWeight = DefaultVectorWeight
-		if v := os.Getenv("WEFT_TUNE_VW"); v != "" {
-			q.VectorWeight, _ = strconv.ParseFloat(v, 64)
-		}
 	}
 	topK := q.TopK
 	for _, kb := range q.KBs {
@@ -186,15 +177,11 @@ func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, wo
 		if err != nil {
 			return nil, err
 		}
+		tlo, thi := scoreRange(textHits(hits))
 		for i, h := range hits {
 			r := add(h.ChunkHit)
 			r.TextRank, r.TextScore, r.TextWhy = i+1, h.Score, h.Why
-			if os.Getenv("WEFT_TUNE_TMM") != "" {
-				tlo, thi := scoreRange(textHits(hits))
-				r.TextPart = (h.Score - tlo) / (thi - tlo)
-			} else {
-				r.TextPart = h.Score / hits[0].Score
-			}
+			r.TextPart = (h.Score - tlo) / (thi - tlo)
 			r.Fused += r.TextPart
 			r.Relevant = true
 		}
@@ -219,6 +206,7 @@ func scoreRange(hits []db.ChunkHit) (lo, hi float64) {
 	return lo, hi
 }
 
+// textHits are the chunks of text hits, for scoreRange.
 func textHits(h []db.TextHit) []db.ChunkHit {
 	out := make([]db.ChunkHit, len(h))
 	for i := range h {

@@ -89,6 +89,9 @@ func New(store *db.DB, emb Ollama, jobs Jobs, cfg Config) (*Service, error) {
 		if err := river.AddWorkerSafely(w, &reembedWorker{s: s}); err != nil {
 			return err
 		}
+		if err := river.AddWorkerSafely(w, &languageWorker{s: s}); err != nil {
+			return err
+		}
 		return s.addWebWorkers(w)
 	})
 	if err != nil {

@@ -13,6 +13,11 @@ ALTER TABLE knowledge_bases ADD COLUMN language text NOT NULL DEFAULT 'english'
         'lithuanian', 'nepali', 'norwegian', 'portuguese', 'romanian', 'russian', 'serbian', 'spanish',
         'swedish', 'tamil', 'turkish', 'yiddish'));
 
+-- A language chosen in the settings waits here while the chunks are
+-- indexed again with it (rag's kb_language job); searches keep the old one
+-- meanwhile, matching the chunks.
+ALTER TABLE knowledge_bases ADD COLUMN pending_language text NOT NULL DEFAULT '';
+
 ALTER TABLE kb_chunks ADD COLUMN lang regconfig NOT NULL DEFAULT 'english';
 ALTER TABLE kb_chunks ADD COLUMN title text NOT NULL DEFAULT '';
 ALTER TABLE kb_chunks ADD COLUMN idents text[] NOT NULL DEFAULT '{}';
