@@ -44,7 +44,7 @@ func main() {
 	queries := flag.Int("queries", 200, "bench: retrieval queries timed")
 	bulk := flag.Bool("bulk", false, "bench: build the HNSW index after loading instead of maintaining it (for -chunks 1000000)")
 	out := flag.String("out", "", "also write the report here")
-	weights := flag.String("weights", "1,0.5,0.3", "eval: vector weights of the hybrid variants (comma-separated)")
+	weights := flag.String("weights", "1,0.5,0.3,0.15", "eval: vector weights of the hybrid variants (comma-separated)")
 	pyset := flag.String("pyset", "rag/testdata/eval-python", "eval, check-eval: the second set (questions.json, pages.txt)")
 	pyroot := flag.String("pyroot", "/usr/share/doc/python3.11/html", "eval, check-eval: the second set's corpus (Debian's python3.11-doc); eval skips the set when absent")
 	rewrite := flag.Bool("rewrite", false, "eval: also ask every mode with query rewriting (one more row per mode)")
