@@ -1,0 +1,7 @@
+package db
+
+import "context"
+
+// MigrateUpTo applies the migrations up to version last, for tests of a
+// migration over the data of an older schema.
+func MigrateUpTo(ctx context.Context, d *DB, last int) ([]int, error) { return d.migrate(ctx, last) }
