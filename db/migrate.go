@@ -2,12 +2,12 @@ package db
 
 import (
 	"context"
-	"math"
 	"embed"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
