@@ -43,10 +43,11 @@ func answerReserve(numCtx int, role *db.Role) int {
 
 // sourceShare is the part of the prompt's room (the window less the
 // answer's) that a rag answer's sources may take: the rest is for the
-// instructions, the conversation and the question. At the default window
-// (8,192 tokens, 4 characters a token) it is about 14,000 characters, nine
-// or ten chunks of the default size.
-const sourceShare = 0.5
+// instructions, the conversation and the question. Below keepShare, so that
+// sources and instructions leave compaction room to work (needsCompaction).
+// At the default window (8,192 tokens, 4 characters a token) it is about
+// 11,500 characters, seven chunks of the default size.
+const sourceShare = 0.4
 
 // SourceChars is how many characters of sources fit a rag answer asked
 // with num_ctx numCtx (role: the thread's, or nil), at charsPerToken.

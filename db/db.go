@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 )
@@ -64,9 +63,6 @@ func (d *DB) ReadSnapshot(ctx context.Context, fn func(s *DB) error) error {
 	return nil
 }
 
-// regconfigOID is the type OID of regconfig (pg_type.dat: fixed).
-const regconfigOID = 3734
-
 // Open connects to url, registers the pgvector types on every pooled
 // connection and pings the server. It does not migrate; call Migrate.
 func Open(ctx context.Context, url string) (*DB, error) {
@@ -86,9 +82,6 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector')").Scan(&ok); err != nil {
 			return err
 		}
-		// regconfig (a fixed type OID) is sent as the OID it is on the wire:
-		// COPY writes a chunk's text-search configuration that way.
-		conn.TypeMap().RegisterType(&pgtype.Type{Name: "regconfig", OID: regconfigOID, Codec: pgtype.Uint32Codec{}})
 		if !ok {
 			return nil
 		}

@@ -65,7 +65,7 @@ type NewChunk struct {
 }
 
 // chunkCols are the columns a chunk is copied in with; lang is the
-// knowledge base's text-search configuration (its OID, see regconfigOID).
+// knowledge base's language (its text-search configuration).
 var chunkCols = []string{"kb_id", "document_id", "owner_id", "generation", "position", "text", "headings", "heading",
 	"title", "idents", "lang", "page", "dims", "embedding"}
 
@@ -86,8 +86,8 @@ func (d *DB) StoreChunks(ctx context.Context, doc Document, generation, dims int
 		// (a new generation) since the job started: its vectors would not
 		// match. The job then starts again with the new model.
 		var current int
-		var lang uint32
-		if err := tx.QueryRow(ctx, "SELECT generation, language::regconfig::oid FROM knowledge_bases WHERE id = $1 FOR SHARE",
+		var lang string
+		if err := tx.QueryRow(ctx, "SELECT generation, language FROM knowledge_bases WHERE id = $1 FOR SHARE",
 			doc.KBID).Scan(&current, &lang); err != nil {
 			return err
 		}

@@ -43,7 +43,7 @@ func (d *DB) SwitchLanguage(ctx context.Context, kbID int64) error {
 		}
 		// Every generation: a move to another embedding model copies
 		// chunks with their language.
-		if _, err := tx.Exec(ctx, "UPDATE kb_chunks SET lang = $2::regconfig WHERE kb_id = $1 AND lang <> $2::regconfig", kbID, lang); err != nil {
+		if _, err := tx.Exec(ctx, "UPDATE kb_chunks SET lang = $2 WHERE kb_id = $1 AND lang <> $2", kbID, lang); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "DELETE FROM kb_lexemes WHERE kb_id = $1", kbID); err != nil {

@@ -40,15 +40,20 @@ func (d *DB) StoreStagedChunks(ctx context.Context, doc Document, dims int, chun
 		if _, err := lockWebDoc(ctx, tx, doc.ID, WebUpdating); err != nil {
 			return err
 		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"kb_chunks"},
-			[]string{"kb_id", "document_id", "owner_id", "generation", "position", "text", "headings", "heading", "page", "dims", "embedding"},
+		// Indexed in the language the knowledge base is in (a switch waits
+		// for this transaction, then indexes these chunks too).
+		var lang string
+		if err := tx.QueryRow(ctx, "SELECT language FROM knowledge_bases WHERE id = $1 FOR SHARE", doc.KBID).Scan(&lang); err != nil {
+			return err
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"kb_chunks"}, chunkCols,
 			pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
 				c := chunks[i]
 				if len(c.Embedding) != dims {
 					return nil, fmt.Errorf("db: chunk %d has %d dimensions, the knowledge base %d", c.Position, len(c.Embedding), dims)
 				}
-				return []any{doc.KBID, doc.ID, doc.OwnerID, stagedGeneration, c.Position, c.Text, c.Headings, c.Heading, c.Page, dims,
-					pgvector.NewVector(c.Embedding)}, nil
+				return []any{doc.KBID, doc.ID, doc.OwnerID, stagedGeneration, c.Position, c.Text, c.Headings, c.Heading,
+					c.Title, nonNilStrings(c.Idents), lang, c.Page, dims, pgvector.NewVector(c.Embedding)}, nil
 			}))
 		if err != nil {
 			return err

@@ -232,8 +232,8 @@ func (d *DB) ChunksToReembed(ctx context.Context, kb KnowledgeBase, after int64,
 
 // StoreReembedded inserts chunks of the next generation.
 func (d *DB) StoreReembedded(ctx context.Context, kb KnowledgeBase, chunks []PendingChunk, vectors [][]float32) error {
-	var lang uint32
-	if err := d.q().QueryRow(ctx, "SELECT language::regconfig::oid FROM knowledge_bases WHERE id = $1", kb.ID).Scan(&lang); err != nil {
+	var lang string
+	if err := d.q().QueryRow(ctx, "SELECT language FROM knowledge_bases WHERE id = $1", kb.ID).Scan(&lang); err != nil {
 		return err
 	}
 	_, err := d.Pool.CopyFrom(ctx, pgx.Identifier{"kb_chunks"}, chunkCols,

@@ -2,6 +2,7 @@ package rag
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -26,6 +27,10 @@ type languageWorker struct {
 	river.WorkerDefaults[LanguageArgs]
 	s *Service
 }
+
+// Timeout lets a large knowledge base be indexed again in one go (River's
+// default is a minute).
+func (w *languageWorker) Timeout(*river.Job[LanguageArgs]) time.Duration { return time.Hour }
 
 func (w *languageWorker) Work(ctx context.Context, job *river.Job[LanguageArgs]) error {
 	return w.s.store.SwitchLanguage(ctx, job.Args.KBID)

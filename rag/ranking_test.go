@@ -181,3 +181,23 @@ func TestIdentifiersKeepsDottedAndUnderscoredNamesWhole(t *testing.T) {
 		t.Errorf("Identifiers = %q, want %q", got, want)
 	}
 }
+
+func TestACommonWordScoresTheCandidatesButDoesNotBringInItsChunks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, rag.Config{})
+	kb := e.kb(e.user, e.ws, "Python", "embedder-small")
+	// More chunks hold "python" than a text query ranks (textPostings).
+	texts := make([]string, 3100)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("Python documentation, page %d.", i)
+	}
+	texts[1234] = "Python documentation: the zygote module."
+	storeTexts(t, e, kb, "python.md", texts)
+	hits := textTop(t, e, kb, "python zygote", 5)
+	if len(hits) != 1 || !strings.Contains(hits[0].Text, "zygote") {
+		t.Fatalf("want only the zygote chunk: %+v", hits)
+	}
+	if _, ok := hits[0].Why["python"]; !ok {
+		t.Errorf("the common word did not score the candidate: %v", hits[0].Why)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"weft/db"
 )
@@ -12,7 +14,7 @@ import (
 // chunks that continue it, taken in rank order while they fit the share of
 // the model's window the answer gives them (package chat works it out).
 
-// maxJoinedChars bounds one source made of joined chunks.
+// maxJoinedChars bounds one source made of joined chunks (characters).
 const maxJoinedChars = 6000
 
 // Retrieve returns the numbered sources for a rag answer (package chat calls
@@ -36,8 +38,9 @@ func (s *Service) Retrieve(ctx context.Context, user int64, kbs []db.KnowledgeBa
 
 // Choose takes ranked results in order, each joined with the results that
 // continue it (the same document and heading path, the next or previous
-// position), while they fit in budget characters, up to most sources. A
-// source that does not fit is passed over for a later, shorter one.
+// position) while they fit, within budget characters in all, up to most
+// sources. A source that does not fit is passed over for a later, shorter
+// one.
 func Choose(res []Result, budget, most int) []db.Source {
 	type at struct {
 		doc int64
@@ -54,30 +57,41 @@ func Choose(res []Result, budget, most int) []db.Source {
 		if used[i] || len(out) == most {
 			continue
 		}
-		src, parts := res[i].Source, []int{i}
+		src := res[i].Source
+		size := runes(src.Text)
+		if len(out) > 0 && spent+size > budget {
+			continue // a later, shorter one may fit
+		}
+		// The first source goes even when it alone is over the budget, but
+		// grows by neighbours only within it, as every source does.
+		room := max(budget-spent, size)
+		parts := []int{i}
 		next := func(pos int) (int, bool) {
 			j, ok := byPos[at{src.DocumentID, pos}]
 			return j, ok && !used[j] && !slices.Contains(parts, j) && slices.Equal(res[j].Headings, src.Headings)
 		}
+		grow := func(j int, after bool) bool {
+			text := joinOverlapping(res[j].Text, src.Text)
+			if after {
+				text = joinOverlapping(src.Text, res[j].Text)
+			}
+			if n := runes(text); n > room || n > maxJoinedChars {
+				return false
+			}
+			src.Text, parts = text, append(parts, j)
+			return true
+		}
 		for p := src.Position + 1; ; p++ {
-			j, ok := next(p)
-			if !ok || len(src.Text)+len(res[j].Text) > maxJoinedChars {
+			if j, ok := next(p); !ok || !grow(j, true) {
 				break
 			}
-			src.Text = joinOverlapping(src.Text, res[j].Text)
-			parts = append(parts, j)
 		}
 		for p := src.Position - 1; ; p-- {
 			j, ok := next(p)
-			if !ok || len(src.Text)+len(res[j].Text) > maxJoinedChars {
+			if !ok || !grow(j, false) {
 				break
 			}
-			src.Text = joinOverlapping(res[j].Text, src.Text)
-			src.Position, src.ChunkID = res[j].Position, res[j].ChunkID
-			parts = append(parts, j)
-		}
-		if len(out) > 0 && spent+len(src.Text) > budget {
-			continue
+			src.Position, src.ChunkID, src.Page = res[j].Position, res[j].ChunkID, res[j].Page
 		}
 		for _, j := range parts {
 			used[j] = true
@@ -86,18 +100,29 @@ func Choose(res []Result, budget, most int) []db.Source {
 			}
 		}
 		slices.Sort(src.Joined)
-		spent += len(src.Text)
+		spent += runes(src.Text)
 		src.N = len(out) + 1
 		out = append(out, src)
 	}
 	return out
 }
 
-// joinOverlapping joins a chunk and the one after it, which starts with the
-// end of the first (the chunker's overlap), writing that part once.
+func runes(s string) int { return utf8.RuneCountInString(s) }
+
+// minOverlap is the shortest shared edge taken for the chunker's overlap:
+// a shorter one (a table's parts, overlap 0) is a coincidence.
+const minOverlap = 20
+
+// joinOverlapping joins a chunk and the one after it. When the second
+// starts with the end of the first (the chunker's overlap, cut at a word),
+// that part is written once; otherwise they are two paragraphs.
 func joinOverlapping(a, b string) string {
-	for k := min(len(a), len(b), 2000); k > 0; k-- {
-		if strings.HasSuffix(a, b[:k]) {
+	for k := min(len(a), len(b)); k >= minOverlap; k-- {
+		if !strings.HasSuffix(a, b[:k]) {
+			continue
+		}
+		start := len(a) - k
+		if start == 0 || unicode.IsSpace(rune(a[start-1])) || unicode.IsSpace(rune(b[0])) {
 			return a + b[k:]
 		}
 	}

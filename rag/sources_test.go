@@ -22,28 +22,15 @@ func result(id, doc int64, pos int, text string, headings ...string) rag.Result 
 func TestSourcesJoinTheRankedChunksThatContinueASectionAndFitTheBudget(t *testing.T) {
 	t.Parallel()
 	res := []rag.Result{
-		result(11, 1, 4, "Four. The overlap is here.", "Setup"),
-		result(20, 2, 0, strings.Repeat("x", 50)),
-		result(12, 1, 5, "The overlap is here. Five.", "Setup"),
+		result(11, 1, 4, "The first overlap of twenty. Four. The second overlap is here.", "Setup"),
+		result(20, 2, 0, strings.Repeat("x", 40)),
+		result(12, 1, 5, "The second overlap is here. Five.", "Setup"),
 		result(13, 1, 6, "Six, another section.", "Other"),
-		result(10, 1, 3, "Three. Four.", "Setup"),
+		result(10, 1, 3, "Three. The first overlap of twenty.", "Setup"),
 		result(30, 3, 0, strings.Repeat("y", 500)),
 		result(40, 4, 0, "short"),
 	}
 	got := rag.Choose(res, 120, 10)
-	if len(got) != 4 {
-		t.Fatalf("%d sources, want 4: %+v", len(got), got)
-	}
-	// Chunks 10, 11 and 12 are one source: the overlap written once, 13
-	// (another heading) left apart.
-	if got[0].Text != "Three. Four. The overlap is here. Five." || got[0].ChunkID != 10 {
-		t.Errorf("the joined source: %q (chunk %d)", got[0].Text, got[0].ChunkID)
-	}
-	if len(got[0].Joined) != 2 || got[0].Joined[0] != 11 || got[0].Joined[1] != 12 {
-		t.Errorf("joined %v, want [11 12]", got[0].Joined)
-	}
-	// 500 characters do not fit what is left of 120: passed over for the
-	// shorter ones after it.
 	var ids []int64
 	for i, s := range got {
 		ids = append(ids, s.ChunkID)
@@ -51,16 +38,45 @@ func TestSourcesJoinTheRankedChunksThatContinueASectionAndFitTheBudget(t *testin
 			t.Errorf("source %d numbered %d", i, s.N)
 		}
 	}
-	if want := []int64{10, 20, 13, 40}; !equalIDs(ids, want) {
-		t.Errorf("sources %v, want %v", ids, want)
+	// Chunks 10, 11 and 12 are one source, the overlaps written once; 13
+	// (another heading) is apart and no longer fits; 500 characters do not
+	// fit what is left: passed over for the shorter one after them.
+	if want := []int64{10, 20, 40}; !equalIDs(ids, want) {
+		t.Fatalf("sources %v, want %v", ids, want)
 	}
-	// The first source goes even when it alone is over the budget; most
-	// caps the count.
-	if got := rag.Choose(res, 10, 2); len(got) != 1 || got[0].ChunkID != 10 {
+	if want := "Three. The first overlap of twenty. Four. The second overlap is here. Five."; got[0].Text != want {
+		t.Errorf("the joined source: %q", got[0].Text)
+	}
+	if len(got[0].Joined) != 2 || got[0].Joined[0] != 11 || got[0].Joined[1] != 12 {
+		t.Errorf("joined %v, want [11 12]", got[0].Joined)
+	}
+	// The first source goes even when it alone is over the budget, but
+	// joins nothing then; most caps the count.
+	if got := rag.Choose(res, 10, 2); len(got) != 1 || got[0].ChunkID != 11 || len(got[0].Joined) != 0 {
 		t.Errorf("a budget smaller than the first source: %+v", got)
 	}
 	if got := rag.Choose(res, 1<<20, 2); len(got) != 2 {
 		t.Errorf("at most 2: %d sources", len(got))
+	}
+}
+
+func TestASourceGrowsByItsNeighboursOnlyWithinWhatIsLeftAndNeverEatsText(t *testing.T) {
+	t.Parallel()
+	a, b5, b6, c := strings.Repeat("a", 1400), strings.Repeat("b", 1400), "| 3 | 4 |"+strings.Repeat(" ", 1391), strings.Repeat("c", 1000)
+	got := rag.Choose([]rag.Result{result(1, 1, 0, a), result(5, 2, 5, b5), result(6, 2, 6, b6), result(9, 3, 0, c)}, 3000, 10)
+	if len(got) != 2 || got[1].ChunkID != 5 || got[1].Text != b5 {
+		t.Fatalf("the second source should be chunk 5 alone (its neighbour does not fit): %+v", got)
+	}
+	// Neighbours that do not overlap (a table's rows, overlap 0) are two
+	// paragraphs, not glued where their edges happen to match.
+	got = rag.Choose([]rag.Result{result(1, 1, 0, "| 1 | 2 | 3 | 4 |"), result(2, 1, 1, "| 3 | 4 | A | B |")}, 1000, 10)
+	if len(got) != 1 || got[0].Text != "| 1 | 2 | 3 | 4 |\n\n| 3 | 4 | A | B |" {
+		t.Errorf("rows joined as %q", got[0].Text)
+	}
+	// Characters, not bytes: 100 Cyrillic letters are 100 of the budget.
+	ru := strings.Repeat("я", 100)
+	if got := rag.Choose([]rag.Result{result(1, 1, 0, ru), result(2, 2, 0, ru)}, 200, 10); len(got) != 2 {
+		t.Errorf("two 100-letter Cyrillic sources in 200 characters: %d", len(got))
 	}
 }
 

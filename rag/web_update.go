@@ -41,7 +41,7 @@ func (s *Service) updatePage(ctx context.Context, p db.WebPage, in db.FetchedPag
 	}
 	for start := 0; start < len(chunks); start += s.cfg.EmbedBatch {
 		batch := chunks[start:min(start+s.cfg.EmbedBatch, len(chunks))]
-		rows, err := s.embedChunks(ctx, kb.EmbedModel, DocTitle(p.Doc.Name), batch)
+		rows, err := s.embedChunks(ctx, kb.EmbedModel, DocTitle(orName(in.Name, p.Doc.Name)), batch) // the new version's title
 		if pe := (permanent{}); errors.As(err, &pe) {
 			return permanent{msg: strings.TrimSuffix(pe.msg, ".")} // a part of "Not updated: …"
 		}
@@ -55,4 +55,11 @@ func (s *Service) updatePage(ctx context.Context, p db.WebPage, in db.FetchedPag
 	}
 	return s.store.SwapWebVersion(ctx, p.Doc.ID, db.WebVersion{FetchedPage: in, Format: format,
 		Generation: kb.Generation, ChunkSize: kb.ChunkSize, ChunkOverlap: kb.ChunkOverlap})
+}
+
+func orName(name, def string) string {
+	if name == "" {
+		return def
+	}
+	return name
 }

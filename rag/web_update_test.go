@@ -139,6 +139,12 @@ func TestARefetchOfAChangedPageReplacesItsChunksWhileTheOldOnesAnswerUntilThen(t
 	if staged := countRows(t, e.store, "SELECT count(*) FROM kb_chunks WHERE document_id = $1 AND generation <> 1", d.ID); staged != 0 || current != d.Chunks {
 		t.Errorf("%d chunks left outside the generation, %d in it (document says %d)", staged, current, d.Chunks)
 	}
+	// The new version is indexed as a first fetch would be: its title, its
+	// identifiers, the knowledge base's language.
+	if n := countRows(t, e.store, `SELECT count(*) FROM kb_chunks WHERE document_id = $1 AND title = 'zeppelin handbook'
+		AND lang = (SELECT language FROM knowledge_bases WHERE id = $2)`, d.ID, kb.ID); n != d.Chunks {
+		t.Errorf("%d of %d chunks of the new version carry its title and the language", n, d.Chunks)
+	}
 	if n := countRows(t, e.store, "SELECT COALESCE(sum(chunks), 0) FROM kb_lexemes WHERE kb_id = $1 AND word = 'albatross'", kb.ID); n != 0 {
 		t.Errorf("the old version's words still count %d chunks", n)
 	}

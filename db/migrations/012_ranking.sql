@@ -18,7 +18,9 @@ ALTER TABLE knowledge_bases ADD COLUMN language text NOT NULL DEFAULT 'english'
 -- meanwhile, matching the chunks.
 ALTER TABLE knowledge_bases ADD COLUMN pending_language text NOT NULL DEFAULT '';
 
-ALTER TABLE kb_chunks ADD COLUMN lang regconfig NOT NULL DEFAULT 'english';
+-- The language as text, not regconfig: pg_upgrade refuses user tables
+-- with reg* columns other than regclass, regrole and regtype.
+ALTER TABLE kb_chunks ADD COLUMN lang text NOT NULL DEFAULT 'english';
 ALTER TABLE kb_chunks ADD COLUMN title text NOT NULL DEFAULT '';
 ALTER TABLE kb_chunks ADD COLUMN idents text[] NOT NULL DEFAULT '{}';
 
@@ -34,9 +36,16 @@ UPDATE kb_chunks c SET title = regexp_replace(d.name, '\.(html?|xhtml|md|markdow
 CREATE FUNCTION kb_search_text(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN regexp_replace(t, '(?<=[[:alnum:]_])\.(?=[[:alpha:]_])', ' ', 'g');
 
+-- A chunk's full-text vector. Declared immutable although the cast of a
+-- name to a configuration reads the catalog: the built-in configurations
+-- it names never change (the usual wrapper, as for unaccent).
+CREATE FUNCTION kb_tsvector(lang text, body text, idents text[]) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN to_tsvector(lang::regconfig, kb_search_text(body)) || array_to_tsvector(idents);
+
 ALTER TABLE kb_chunks DROP COLUMN tsv;
 ALTER TABLE kb_chunks ADD COLUMN tsv tsvector GENERATED ALWAYS AS
-    (to_tsvector(lang, kb_search_text(title || ' ' || heading || ' ' || text)) || array_to_tsvector(idents)) STORED;
+    (kb_tsvector(lang, title || ' ' || heading || ' ' || text, idents)) STORED;
 CREATE INDEX kb_chunks_tsv_idx ON kb_chunks USING gin (tsv);
 
 -- The word counts are of the new lexemes: counted again.
