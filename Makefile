@@ -66,3 +66,4 @@ eval-rag: deps-eval ## retrieval quality of vector, text and hybrid search on ra
 	@mkdir -p bench/results
 	$(GO) run ./bench/rag -mode check-eval
 	$(GO) run ./bench/rag -mode eval -out bench/results/eval-rag.txt $(EVALFLAGS)
+	$(GO) run ./bench/rag -mode baseline -out bench/results/baseline-rag.txt

@@ -1,7 +1,8 @@
 // Command rag measures knowledge bases: retrieval quality on the evaluation
 // set in rag/testdata/eval and on the second set, rag/testdata/eval-python,
 // asked over Debian's python3.11-doc pages (-mode eval, `make eval-rag`),
-// the rules of that second set (-mode check-eval), and ingestion
+// the rules of that second set (-mode check-eval), textbook baselines on
+// that set to read its numbers against (-mode baseline), and ingestion
 // throughput and retrieval latency at scale (-mode bench, part of
 // `make bench`).
 //
@@ -35,7 +36,7 @@ func main() {
 	// Ingestion and the check read documents in the jail, whose child is
 	// this binary re-executed.
 	extract.ChildMain()
-	mode := flag.String("mode", "eval", "eval (retrieval quality), check-eval (the rules of the second set) or bench (ingestion and latency)")
+	mode := flag.String("mode", "eval", "eval (retrieval quality), check-eval (the rules of the second set), baseline (textbook BM25 and trigram baselines on the second set) or bench (ingestion and latency)")
 	dbURL := flag.String("database-url", "", "use this database instead of a throwaway cluster")
 	ollama := flag.String("ollama", "", "a real Ollama server (default: the in-repo fake)")
 	model := flag.String("embed-model", "embedder", "embedding model")
@@ -81,6 +82,8 @@ func main() {
 	switch *mode {
 	case "eval":
 		err = evaluateBoth(ctx, w, e, *model, *corpus, *weights, *pyset, *pyroot)
+	case "baseline":
+		err = baseline(ctx, w, e, *pyset, *pyroot)
 	case "bench":
 		err = benchmark(ctx, w, e, *model, *chunks, *queries, *bulk)
 	default:
