@@ -49,6 +49,7 @@ type config struct {
 	mediaWorkers int
 	mediaPending int
 	userBytes    int64
+	kbWebOff     bool
 }
 
 func loadConfig() (config, error) {
@@ -121,6 +122,13 @@ func loadConfig() (config, error) {
 		}
 		c.compactAt = f
 	}
+	switch v := os.Getenv("WEFT_KB_WEB"); v {
+	case "", "on":
+	case "off":
+		c.kbWebOff = true
+	default:
+		return c, fmt.Errorf("WEFT_KB_WEB must be on or off (knowledge bases may add pages from the web), got %q", v)
+	}
 	grace, err := envInt("WEFT_SHUTDOWN_GRACE_SECONDS", 10, 0)
 	if err != nil {
 		return c, err
@@ -188,7 +196,7 @@ func appConfig(cfg config) app.Config {
 		MaxCtx:       cfg.maxCtx,
 		DataDir:      cfg.dataDir,
 		Chat:         chat.Config{Instance: cfg.instance, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt},
-		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes},
+		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes, WebOff: cfg.kbWebOff},
 		Media: media.Config{Limits: media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles},
 			Workers: cfg.mediaWorkers, MaxPendingPerUser: cfg.mediaPending},
 		HTTP: handlers.Config{

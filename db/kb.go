@@ -276,9 +276,13 @@ func (d *DB) Document(ctx context.Context, user, id int64) (Document, error) {
 // words from the knowledge base's counts).
 func (d *DB) DeleteDocument(ctx context.Context, user, id int64) error {
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
-		var kb int64
+		// The knowledge base first (kb_locks.go): its word counts change.
+		kb, err := lockDocKB(ctx, tx, id, user, kbWrite)
+		if err != nil {
+			return err
+		}
 		var status string
-		if err := tx.QueryRow(ctx, "SELECT kb_id, status FROM kb_documents WHERE id = $1 AND owner_id = $2 FOR UPDATE", id, user).Scan(&kb, &status); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT status FROM kb_documents WHERE id = $1 AND owner_id = $2 FOR UPDATE", id, user).Scan(&status); err != nil {
 			return err
 		}
 		if status == DocReady {

@@ -130,9 +130,13 @@ func (d *DB) FinishIngest(ctx context.Context, doc int64, failure string) error 
 		status = DocFailed
 	}
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
-		var kb int64
+		// The knowledge base first (kb_locks.go): its word counts change.
+		kb, err := lockDocKB(ctx, tx, doc, 0, kbWrite)
+		if err != nil {
+			return err
+		}
 		var was string
-		if err := tx.QueryRow(ctx, "SELECT kb_id, status FROM kb_documents WHERE id = $1 FOR UPDATE", doc).Scan(&kb, &was); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT status FROM kb_documents WHERE id = $1 FOR UPDATE", doc).Scan(&was); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE kb_documents SET status = $2, error = $3,

@@ -34,8 +34,10 @@ func (d *DB) StartLanguage(ctx context.Context, user, kb int64, lang string, enq
 // one, never a mix. Nothing pending: nothing done.
 func (d *DB) SwitchLanguage(ctx context.Context, kbID int64) error {
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		// kbWrite (kb_locks.go): writers of the chunks and word counts wait
+		// for the switch; uploads and attachments to threads do not.
 		var lang string
-		if err := tx.QueryRow(ctx, "SELECT pending_language FROM knowledge_bases WHERE id = $1 FOR UPDATE", kbID).Scan(&lang); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT pending_language FROM knowledge_bases WHERE id = $1 FOR "+kbWrite, kbID).Scan(&lang); err != nil {
 			return err
 		}
 		if lang == "" {

@@ -190,6 +190,9 @@ func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 // earlier attempt go.
 func (d *DB) StoreFetchedPage(ctx context.Context, doc int64, in FetchedPage, enqueue func(tx pgx.Tx, doc Document) error) error {
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := lockDocKB(ctx, tx, doc, 0, kbShare); err != nil {
+			return err
+		}
 		cur, err := lockWebDoc(ctx, tx, doc, WebFetching)
 		if err != nil {
 			return err
@@ -266,6 +269,10 @@ func putWebFile(ctx context.Context, tx pgx.Tx, doc int64, data []byte) error {
 // validators the server sent now are kept for the next one.
 func (d *DB) WebPageUnchanged(ctx context.Context, doc int64, etag, lastModified string) error {
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		// Deleted meanwhile: nothing to settle.
+		if _, err := lockDocKB(ctx, tx, doc, 0, kbShare); err != nil {
+			return noRowsIsNil(err)
+		}
 		if _, err := tx.Exec(ctx, "DELETE FROM kb_chunks WHERE document_id = $1 AND generation = $2", doc, stagedGeneration); err != nil {
 			return err
 		}
@@ -281,6 +288,10 @@ func (d *DB) WebPageUnchanged(ctx context.Context, doc int64, etag, lastModified
 // was not updated); any other fails. The next version's chunks go.
 func (d *DB) FailWebFetch(ctx context.Context, doc int64, msg string) error {
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		// Deleted meanwhile: nothing to settle.
+		if _, err := lockDocKB(ctx, tx, doc, 0, kbShare); err != nil {
+			return noRowsIsNil(err)
+		}
 		if _, err := tx.Exec(ctx, "DELETE FROM kb_chunks WHERE document_id = $1 AND generation = $2", doc, stagedGeneration); err != nil {
 			return err
 		}

@@ -21,6 +21,9 @@ const stagedGeneration = 0
 // page, dropping what an earlier attempt left staged.
 func (d *DB) BeginWebUpdate(ctx context.Context, doc int64) error {
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := lockDocKB(ctx, tx, doc, 0, kbShare); err != nil {
+			return err
+		}
 		var ok bool
 		if err := tx.QueryRow(ctx, "SELECT true FROM kb_documents WHERE id = $1 AND web_state <> '' FOR UPDATE", doc).Scan(&ok); err != nil {
 			return err
@@ -37,13 +40,14 @@ func (d *DB) BeginWebUpdate(ctx context.Context, doc int64) error {
 // (COPY) and records the progress of the update.
 func (d *DB) StoreStagedChunks(ctx context.Context, doc Document, dims int, chunks []NewChunk, progress float32) error {
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := lockWebDoc(ctx, tx, doc.ID, WebUpdating); err != nil {
-			return err
-		}
 		// Indexed in the language the knowledge base is in (a switch waits
-		// for this transaction, then indexes these chunks too).
+		// for this transaction, then indexes these chunks too); its row is
+		// locked before the document's (kb_locks.go).
 		var lang string
 		if err := tx.QueryRow(ctx, "SELECT language FROM knowledge_bases WHERE id = $1 FOR SHARE", doc.KBID).Scan(&lang); err != nil {
+			return err
+		}
+		if _, err := lockWebDoc(ctx, tx, doc.ID, WebUpdating); err != nil {
 			return err
 		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"kb_chunks"}, chunkCols,
@@ -81,6 +85,10 @@ type WebVersion struct {
 // new content (nothing changes).
 func (d *DB) SwapWebVersion(ctx context.Context, doc int64, v WebVersion) error {
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		// The knowledge base first (kb_locks.go): its word counts change.
+		if _, err := lockDocKB(ctx, tx, doc, 0, kbWrite); err != nil {
+			return err
+		}
 		cur, err := lockWebDoc(ctx, tx, doc, WebUpdating)
 		if err != nil {
 			return err

@@ -230,22 +230,27 @@ func (d *DB) ChunksToReembed(ctx context.Context, kb KnowledgeBase, after int64,
 	return pgx.CollectRows(rows, pgx.RowToStructByName[PendingChunk])
 }
 
-// StoreReembedded inserts chunks of the next generation.
+// StoreReembedded inserts chunks of the next generation, indexed in the
+// knowledge base's language: read under its row's lock (kb_locks.go), so a
+// language switch waits for them and indexes them too, or they are stored
+// after it in the new language.
 func (d *DB) StoreReembedded(ctx context.Context, kb KnowledgeBase, chunks []PendingChunk, vectors [][]float32) error {
-	var lang string
-	if err := d.q().QueryRow(ctx, "SELECT language FROM knowledge_bases WHERE id = $1", kb.ID).Scan(&lang); err != nil {
+	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		var lang string
+		if err := tx.QueryRow(ctx, "SELECT language FROM knowledge_bases WHERE id = $1 FOR "+kbShare, kb.ID).Scan(&lang); err != nil {
+			return err
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"kb_chunks"}, chunkCols,
+			pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
+				c := chunks[i]
+				if len(vectors[i]) != kb.PendingDims {
+					return nil, fmt.Errorf("db: %d dimensions from the new model, expected %d", len(vectors[i]), kb.PendingDims)
+				}
+				return []any{kb.ID, c.DocumentID, c.OwnerID, kb.Generation + 1, c.Position, c.Text, c.Headings, c.Heading,
+					c.Title, nonNilStrings(c.Idents), lang, c.Page, kb.PendingDims, pgvector.NewVector(vectors[i])}, nil
+			}))
 		return err
-	}
-	_, err := d.Pool.CopyFrom(ctx, pgx.Identifier{"kb_chunks"}, chunkCols,
-		pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
-			c := chunks[i]
-			if len(vectors[i]) != kb.PendingDims {
-				return nil, fmt.Errorf("db: %d dimensions from the new model, expected %d", len(vectors[i]), kb.PendingDims)
-			}
-			return []any{kb.ID, c.DocumentID, c.OwnerID, kb.Generation + 1, c.Position, c.Text, c.Headings, c.Heading,
-				c.Title, nonNilStrings(c.Idents), lang, c.Page, kb.PendingDims, pgvector.NewVector(vectors[i])}, nil
-		}))
-	return mapErr(err)
+	}))
 }
 
 // SwapGeneration makes the next generation the one retrieved, in one
@@ -287,6 +292,9 @@ func (d *DB) SwapGeneration(ctx context.Context, kbID int64) (bool, error) {
 // removed) and records why.
 func (d *DB) FailReembed(ctx context.Context, kbID int64, reason string) error {
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		if err := lockKB(ctx, tx, kbID, kbWrite); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM kb_chunks WHERE kb_id = $1
 			AND generation = (SELECT generation + 1 FROM knowledge_bases WHERE id = $1)`, kbID); err != nil {
 			return err

@@ -39,6 +39,7 @@ type knowledge interface {
 	RetryDocument(ctx context.Context, user, doc int64) error
 	SearchKB(ctx context.Context, user int64, kb db.KnowledgeBase, question string, rw rag.Rewriter) ([]rag.Result, []string, error)
 	MaxFileBytes() int64
+	WebOn() bool
 }
 
 type embedCatalog interface {
@@ -108,7 +109,7 @@ func (h *kbs) show(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d := views.KBPageData{KB: kb, EmbedModels: h.models.EmbedModels(r.Context()), MaxFileMB: h.rag.MaxFileBytes() >> 20}
+	d := views.KBPageData{KB: kb, EmbedModels: h.models.EmbedModels(r.Context()), MaxFileMB: h.rag.MaxFileBytes() >> 20, Web: h.rag.WebOn()}
 	var err error
 	if d.Docs, err = h.store.Documents(r.Context(), u.ID, kb.ID); err != nil {
 		serverError(w, r, err)

@@ -23,7 +23,7 @@ func (h *kbs) documents(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	render(w, r, http.StatusOK, views.KBDocuments(kb.ID, docs))
+	render(w, r, http.StatusOK, views.KBDocuments(kb.ID, docs, h.rag.WebOn()))
 }
 
 // upload serves POST /kb/{id}/upload: any number of files, read one at a

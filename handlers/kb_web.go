@@ -17,6 +17,7 @@ type webKnowledge interface {
 	AddFromWeb(ctx context.Context, user int64, kb db.KnowledgeBase, in rag.WebInput, maxUserBytes int64) (string, error)
 	Refetch(ctx context.Context, user, doc int64, maxUserBytes int64) error
 	RefetchAll(ctx context.Context, user int64, kb db.KnowledgeBase, maxUserBytes int64) (string, error)
+	WebOn() bool
 }
 
 type webStore interface {
@@ -31,6 +32,20 @@ type kbWeb struct {
 	kbs   *kbs
 	web   webKnowledge
 	store webStore
+}
+
+// on refuses every route of knowledge from the web, with the reason, on a
+// server that turned it off (WEFT_KB_WEB=off): before the knowledge base
+// is looked up, so the answer is the same whoever asks.
+func (h *kbWeb) on(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !h.web.WebOn() {
+			msg, _ := usererr.Message(rag.ErrWebOff)
+			errorPage(w, r, http.StatusForbidden, msg)
+			return
+		}
+		next(w, r)
+	}
 }
 
 // add serves POST /kb/{id}/web: a page, or a site's sitemap.

@@ -38,6 +38,10 @@ type Config struct {
 	// past it the question is searched alone.
 	RewriteTimeout time.Duration
 	Web            webfetch.Client // fetches pages added from the web (zero: the public internet, 1 min a page)
+	// WebOff (WEFT_KB_WEB=off) turns knowledge from the web off: no page
+	// is added, fetched or fetched again; jobs queued before settle with
+	// ErrWebOff's message, without a request.
+	WebOff bool
 }
 
 // Queue is the job queue ingestion and re-embedding run in: River's
@@ -102,6 +106,9 @@ func New(store *db.DB, emb Ollama, jobs Jobs, cfg Config) (*Service, error) {
 
 // MaxFileBytes is the size limit of one uploaded file.
 func (s *Service) MaxFileBytes() int64 { return s.cfg.MaxFileBytes }
+
+// WebOn reports whether pages may be added from the web (Config.WebOff).
+func (s *Service) WebOn() bool { return !s.cfg.WebOff }
 
 // Dimensions embeds a probe text with model and returns its vector length:
 // it checks that the model can embed and learns its dimension.

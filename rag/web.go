@@ -48,6 +48,9 @@ type WebInput struct {
 // owner's storage limit of maxUserBytes (0: none). It returns what to tell
 // the user; a refusal is a usererr error.
 func (s *Service) AddFromWeb(ctx context.Context, user int64, kb db.KnowledgeBase, in WebInput, maxUserBytes int64) (string, error) {
+	if s.cfg.WebOff {
+		return "", ErrWebOff
+	}
 	u, err := webURL(in.URL)
 	if err != nil {
 		return "", err
@@ -114,10 +117,17 @@ func bounded(what, text string, def, lo, hi int) (int, error) {
 	return n, nil
 }
 
+// ErrWebOff refuses knowledge from the web on a server that turned it off
+// (Config.WebOff).
+var ErrWebOff = usererr.New("Adding pages from the web is turned off on this server (WEFT_KB_WEB=off).")
+
 // Refetch fetches one of the user's web documents again: a changed page is
 // read again (its current version answers meanwhile), an unchanged one
 // stays as it is.
 func (s *Service) Refetch(ctx context.Context, user, doc int64, maxUserBytes int64) error {
+	if s.cfg.WebOff {
+		return ErrWebOff
+	}
 	err := s.store.StartRefetch(ctx, user, doc, s.enqueueWebFetch(ctx, maxUserBytes))
 	if errors.Is(err, db.ErrNotFound) {
 		return usererr.Wrap(err, "This document is being fetched or read already (or it did not come from the web).")
@@ -128,6 +138,9 @@ func (s *Service) Refetch(ctx context.Context, user, doc int64, maxUserBytes int
 // RefetchAll is Refetch for every web document of kb that is not being
 // fetched or read; it returns what to tell the user.
 func (s *Service) RefetchAll(ctx context.Context, user int64, kb db.KnowledgeBase, maxUserBytes int64) (string, error) {
+	if s.cfg.WebOff {
+		return "", ErrWebOff
+	}
 	n, err := s.store.StartRefetchAll(ctx, user, kb.ID, s.enqueueWebFetch(ctx, maxUserBytes))
 	if err != nil {
 		return "", err

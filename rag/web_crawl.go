@@ -40,7 +40,12 @@ func (w *webCrawlWorker) Work(ctx context.Context, job *river.Job[WebCrawlArgs])
 	if err != nil {
 		return err
 	}
-	cr, err := s.crawl(ctx, c)
+	var cr *crawler
+	if s.cfg.WebOff {
+		err = permanent{msg: usererr.Capitalize(webOffReason) + "."}
+	} else {
+		cr, err = s.crawl(ctx, c)
+	}
 	var perm permanent
 	switch {
 	case errors.As(err, &perm):

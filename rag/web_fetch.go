@@ -34,7 +34,11 @@ func (w *webFetchWorker) Work(ctx context.Context, job *river.Job[WebFetchArgs])
 	if err != nil {
 		return err
 	}
-	err = s.fetchPage(ctx, p, job.Args.MaxUserBytes)
+	if s.cfg.WebOff {
+		err = permanent{msg: webOffReason}
+	} else {
+		err = s.fetchPage(ctx, p, job.Args.MaxUserBytes)
+	}
 	var perm permanent
 	switch {
 	case err == nil, errors.Is(err, db.ErrNotFound):
@@ -59,6 +63,9 @@ func (w *webFetchWorker) Work(ctx context.Context, job *river.Job[WebFetchArgs])
 		return err
 	}
 }
+
+// webOffReason settles a fetch queued before the web was turned off.
+const webOffReason = "fetching pages from the web is turned off on this server"
 
 // answering reports whether a web document has a version that answers.
 func answering(p db.WebPage) bool { return p.Doc.Status == db.DocReady && p.Size > 0 }

@@ -24,12 +24,6 @@ ALTER TABLE kb_chunks ADD COLUMN lang text NOT NULL DEFAULT 'english';
 ALTER TABLE kb_chunks ADD COLUMN title text NOT NULL DEFAULT '';
 ALTER TABLE kb_chunks ADD COLUMN idents text[] NOT NULL DEFAULT '{}';
 
--- Chunks stored so far: their title is their document's name without the
--- extension of its format (what ingestion now does, rag.DocTitle); their embeddings stay as they were
--- until the knowledge base is re-embedded.
-UPDATE kb_chunks c SET title = regexp_replace(d.name, '\.(html?|xhtml|md|markdown|txt|text|pdf|docx|csv|tsv|rst)$', '', 'i')
-    FROM kb_documents d WHERE d.id = c.document_id;
-
 -- The text the parser reads: dotted names split into their parts
 -- (os.path.join → os path join), which the parser would otherwise keep only
 -- whole; the whole names are in idents. Questions go through it too.
@@ -43,9 +37,23 @@ CREATE FUNCTION kb_tsvector(lang text, body text, idents text[]) RETURNS tsvecto
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN to_tsvector(lang::regconfig, kb_search_text(body)) || array_to_tsvector(idents);
 
-ALTER TABLE kb_chunks DROP COLUMN tsv;
-ALTER TABLE kb_chunks ADD COLUMN tsv tsvector GENERATED ALWAYS AS
-    (kb_tsvector(lang, title || ' ' || heading || ' ' || text, idents)) STORED;
+-- Chunks stored so far: their title is their document's name without the
+-- extension of its format (what ingestion now does, rag.DocTitle); their
+-- embeddings stay as they were until the knowledge base is re-embedded.
+-- The title is set by the same rewrite of the table that computes the new
+-- vectors (an ALTER TYPE to the same type, USING the document's name): an
+-- UPDATE first would write every chunk once more, with new entries in all
+-- of its indexes, HNSW ones included. USING takes no subquery; a function
+-- does it, dropped afterwards.
+CREATE FUNCTION kb_migrate_title(doc bigint) RETURNS text LANGUAGE sql STABLE
+    RETURN COALESCE((SELECT regexp_replace(name, '\.(html?|xhtml|md|markdown|txt|text|pdf|docx|csv|tsv|rst)$', '', 'i')
+        FROM kb_documents WHERE id = doc), '');
+ALTER TABLE kb_chunks
+    ALTER COLUMN title TYPE text USING kb_migrate_title(document_id),
+    DROP COLUMN tsv,
+    ADD COLUMN tsv tsvector GENERATED ALWAYS AS
+        (kb_tsvector(lang, title || ' ' || heading || ' ' || text, idents)) STORED;
+DROP FUNCTION kb_migrate_title(bigint);
 CREATE INDEX kb_chunks_tsv_idx ON kb_chunks USING gin (tsv);
 
 -- The word counts are of the new lexemes: counted again.
