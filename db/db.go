@@ -29,6 +29,11 @@ var errReadSnapshot = errors.New("db: a read snapshot cannot write")
 // example a second account with the same email).
 var ErrConflict = errors.New("db: conflict")
 
+// ErrBusy is returned when a write would wait too long for a lock another
+// long transaction holds (a knowledge base being indexed again for its new
+// language). Callers ask the user to try again later.
+var ErrBusy = errors.New("db: busy")
+
 // DB is the store: a pgx pool plus the queries in this package. A DB made
 // by ReadSnapshot runs its queries in that snapshot's transaction instead.
 type DB struct {
@@ -144,6 +149,9 @@ func mapErr(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+	}
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available: lock_timeout
+		return fmt.Errorf("%w: %s", ErrBusy, pgErr.Message)
 	}
 	return err
 }

@@ -272,10 +272,20 @@ func (d *DB) Document(ctx context.Context, user, id int64) (Document, error) {
 	return oneRow[Document](ctx, d.q(), "SELECT "+docCols+" FROM kb_documents WHERE id = $1 AND owner_id = $2", id, user)
 }
 
+// DeleteLockTimeout is how long DeleteDocument, a request someone waits
+// for, waits for its knowledge base's row: a language switch holds it while
+// it indexes every chunk again (minutes on a large knowledge base). After
+// it, ErrBusy.
+var DeleteLockTimeout = 5 * time.Second
+
 // DeleteDocument removes a document with its file and chunks (and its
-// words from the knowledge base's counts).
+// words from the knowledge base's counts). ErrBusy: its knowledge base is
+// being indexed again for a new language.
 func (d *DB) DeleteDocument(ctx context.Context, user, id int64) error {
 	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", DeleteLockTimeout.Milliseconds())); err != nil {
+			return err
+		}
 		// The knowledge base first (kb_locks.go): its word counts change.
 		kb, err := lockDocKB(ctx, tx, id, user, kbWrite)
 		if err != nil {

@@ -334,3 +334,39 @@ func TestChunksReembeddedDuringALanguageSwitchAreIndexedInTheNewLanguage(t *test
 	}
 	k.checkConsistent(t, "french")
 }
+
+// A delete, a request someone waits for, does not wait out a language
+// switch of its knowledge base (minutes on a large one): after
+// DeleteLockTimeout it says ErrBusy and the document stays; once the
+// switch is done the delete goes through.
+func TestADeleteDuringALanguageSwitchSaysBusyInsteadOfWaiting(t *testing.T) {
+	k := newLockKB(t)
+	ctx := context.Background()
+	old := db.DeleteLockTimeout
+	db.DeleteLockTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { db.DeleteLockTimeout = old })
+	// What SwitchLanguage holds while it indexes the chunks again.
+	tx, err := k.store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM knowledge_bases WHERE id = $1 FOR NO KEY UPDATE", k.kb.ID); err != nil {
+		t.Fatal(err)
+	}
+	err = k.store.DeleteDocument(ctx, k.user, k.ready.ID)
+	if !errors.Is(err, db.ErrBusy) {
+		t.Fatalf("a delete while the switch holds the knowledge base: %v, want ErrBusy", err)
+	}
+	if _, err := k.store.Document(ctx, k.user, k.ready.ID); err != nil {
+		t.Fatalf("the document is gone after a refused delete: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.store.DeleteDocument(ctx, k.user, k.ready.ID); err != nil {
+		t.Fatalf("a delete after the switch: %v", err)
+	}
+	if _, err := k.store.Document(ctx, k.user, k.ready.ID); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("the document after its delete: %v", err)
+	}
+}

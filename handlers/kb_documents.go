@@ -108,6 +108,10 @@ func (h *kbs) deleteDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.store.DeleteDocument(r.Context(), u.ID, doc.ID); err != nil {
+		if errors.Is(err, db.ErrBusy) {
+			errorPage(w, r, http.StatusConflict, "This knowledge base is being indexed again for its new language; delete the document when that is done.")
+			return
+		}
 		storeError(w, r, err)
 		return
 	}
