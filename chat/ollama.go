@@ -109,6 +109,7 @@ func (c *OllamaClient) Chat(ctx context.Context, req *api.ChatRequest, fn api.Ch
 		readers.Put(br)
 	}()
 	lines := lineReader{r: br, max: c.maxLine}
+	var l chatLine // one for all lines: it escapes to the heap
 	for {
 		line, err := lines.next()
 		if err == io.EOF {
@@ -122,8 +123,8 @@ func (c *OllamaClient) Chat(ctx context.Context, req *api.ChatRequest, fn api.Ch
 		}
 		// One decode for the error probe and the response; a line it
 		// refuses takes the official client's two steps, for the same
-		// error.
-		var l chatLine
+		// error. Zeroed first, so nothing of the last line is reused.
+		l = chatLine{}
 		if json.Unmarshal(line, &l) != nil {
 			return officialLine(line, fn)
 		}

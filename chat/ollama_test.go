@@ -437,3 +437,43 @@ func BenchmarkChatStream(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChatStreamReplayed is the same answer replayed from its recorded
+// bytes by a plain handler, so that almost all of what is allocated is the
+// client's.
+func BenchmarkChatStreamReplayed(b *testing.B) {
+	fake := fakeollama.Start()
+	req := &api.ChatRequest{Model: "tiny", Messages: []api.Message{{Role: "user", Content: "[[tokens:100]]"}}}
+	resp, err := http.Post(fake.URL+"/api/chat", "application/json", strings.NewReader(`{"model":"tiny","messages":[{"role":"user","content":"[[tokens:100]]"}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fake.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		_, _ = w.Write(body)
+	}))
+	defer ts.Close()
+	u, _ := url.Parse(ts.URL)
+	for _, c := range clients {
+		b.Run(c.name, func(b *testing.B) {
+			client := c.make(u)
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				if err := client.Chat(context.Background(), req, func(api.ChatResponse) error { n++; return nil }); err != nil {
+					b.Fatal(err)
+				}
+				if n != 101 {
+					b.Fatalf("%d responses, want 101", n)
+				}
+			}
+		})
+	}
+}
