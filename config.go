@@ -50,6 +50,7 @@ type config struct {
 	mediaPending int
 	userBytes    int64
 	kbWebOff     bool
+	s3           *media.S3Config // nil: blobs under WEFT_DATA_DIR/blobs
 }
 
 func loadConfig() (config, error) {
@@ -129,6 +130,9 @@ func loadConfig() (config, error) {
 	default:
 		return c, fmt.Errorf("WEFT_KB_WEB must be on or off (knowledge bases may add pages from the web), got %q", v)
 	}
+	if c.s3, err = s3Config(); err != nil {
+		return c, err
+	}
 	grace, err := envInt("WEFT_SHUTDOWN_GRACE_SECONDS", 10, 0)
 	if err != nil {
 		return c, err
@@ -186,6 +190,32 @@ func listensOnLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
+}
+
+// s3Config reads the S3-compatible bucket blobs are kept in, when
+// WEFT_S3_BUCKET is set: WEFT_S3_ENDPOINT (required), WEFT_S3_PREFIX,
+// WEFT_S3_REGION and the keys WEFT_S3_ACCESS_KEY / WEFT_S3_SECRET_KEY, or
+// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY as the AWS tools read them.
+func s3Config() (*media.S3Config, error) {
+	bucket := os.Getenv("WEFT_S3_BUCKET")
+	if bucket == "" {
+		for _, k := range []string{"WEFT_S3_ENDPOINT", "WEFT_S3_PREFIX", "WEFT_S3_REGION", "WEFT_S3_ACCESS_KEY", "WEFT_S3_SECRET_KEY"} {
+			if os.Getenv(k) != "" {
+				return nil, fmt.Errorf("%s is set but WEFT_S3_BUCKET is not: set the bucket to keep files in S3, or unset %s", k, k)
+			}
+		}
+		return nil, nil
+	}
+	c := &media.S3Config{Bucket: bucket, Endpoint: os.Getenv("WEFT_S3_ENDPOINT"), Prefix: os.Getenv("WEFT_S3_PREFIX"),
+		Region: os.Getenv("WEFT_S3_REGION"), AccessKey: env("WEFT_S3_ACCESS_KEY", os.Getenv("AWS_ACCESS_KEY_ID")),
+		SecretKey: env("WEFT_S3_SECRET_KEY", os.Getenv("AWS_SECRET_ACCESS_KEY"))}
+	if c.Endpoint == "" {
+		return nil, errors.New("WEFT_S3_BUCKET is set but WEFT_S3_ENDPOINT is not: set the S3 server, e.g. https://s3.eu-west-1.amazonaws.com or http://minio:9000")
+	}
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return nil, errors.New("set both WEFT_S3_ACCESS_KEY and WEFT_S3_SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or neither")
+	}
+	return c, nil
 }
 
 // appConfig maps the environment's settings onto the application's.

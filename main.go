@@ -20,6 +20,7 @@ import (
 	"weft/extract"
 	"weft/handlers"
 	"weft/internal/app"
+	"weft/media"
 )
 
 // serveMetrics serves /metrics alone on its own address (an operator's
@@ -75,7 +76,16 @@ func run(cfg config) error {
 		return err
 	}
 	defer stopDB()
-	a, err := app.New(store, appConfig(cfg))
+	ac := appConfig(cfg)
+	if cfg.s3 != nil {
+		// Files in a bucket every instance shares; refuse to start when it
+		// cannot be reached rather than lose uploads later.
+		if ac.Media.Store, err = media.NewS3Blobs(ctx, *cfg.s3); err != nil {
+			return err
+		}
+		slog.Info("files are kept in S3", "endpoint", cfg.s3.Endpoint, "bucket", cfg.s3.Bucket)
+	}
+	a, err := app.New(store, ac)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ type mediaService interface {
 type mediaPages struct {
 	store mediaStore
 	ms    mediaService
-	blobs *media.Blobs
+	blobs media.BlobStore
 	shell *shell
 }
 

@@ -107,7 +107,7 @@ func TestUnusedFilesReleaseSparesAFileBeingSentAgain(t *testing.T) {
 	doc := []byte("# Shared\n\nThe same notes, sent twice.")
 	thread, _ := e.start("tiny", "first", map[string][]byte{"notes.md": doc})
 	a := e.attachments(e.userMessage(thread).ID)[0]
-	blob := filepath.Join(e.app.Media.Blobs.Dir, a.SHA256[:2], a.SHA256)
+	blob := filepath.Join(e.app.Media.Blobs.(*media.Blobs).Dir, a.SHA256[:2], a.SHA256)
 	old := time.Now().Add(-time.Hour)
 	if err := os.Chtimes(blob, old, old); err != nil {
 		t.Fatal(err)

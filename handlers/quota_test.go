@@ -161,7 +161,7 @@ func TestARefusedSendLeavesNoFileBehind(t *testing.T) {
 	if r := sendFiles(t, e.c, "/t", url.Values{"workspace_id": {fmt.Sprint(ows.ID)}, "model": {"vision"}, "content": {"in"}}, img); r.StatusCode != http.StatusNotFound {
 		t.Errorf("files to another user's workspace: %d, want 404", r.StatusCode)
 	}
-	if n := storedFiles(t, e.app.Media.Blobs.Dir); n != 0 {
+	if n := storedFiles(t, e.app.Media.Blobs.(*media.Blobs).Dir); n != 0 {
 		t.Errorf("refused sends left %d files in the blob store", n)
 	}
 	// The same files, acceptable, are stored.
@@ -196,12 +196,12 @@ func TestAUsersStorageIsCappedForAttachmentsAndKnowledgeBaseFiles(t *testing.T) 
 		t.Fatalf("a file under the limit: %d %.300s", r.StatusCode, r.Body)
 	}
 	waitIdle(t, e.app.Store, e.user.ID, thread)
-	before := storedFiles(t, e.app.Media.Blobs.Dir)
+	before := storedFiles(t, e.app.Media.Blobs.(*media.Blobs).Dir)
 	r = sendFiles(t, e.c, fmt.Sprintf("/t/%d/messages", thread), url.Values{"content": {"more"}}, map[string][]byte{"second.md": notes("second", 6<<10)})
 	if r.StatusCode == http.StatusSeeOther || !strings.Contains(r.Body, "storage limit of 10 KB") {
 		t.Fatalf("a file over the limit: %d %.400s", r.StatusCode, r.Body)
 	}
-	if n := storedFiles(t, e.app.Media.Blobs.Dir); n != before {
+	if n := storedFiles(t, e.app.Media.Blobs.(*media.Blobs).Dir); n != before {
 		t.Errorf("the refused file was stored (%d files, %d before)", n, before)
 	}
 	// The same file again is already stored: it fits.

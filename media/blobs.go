@@ -15,11 +15,10 @@ import (
 // digits; such a name never becomes a path.
 var ErrInvalidSHA = errors.New("invalid blob hash")
 
-// Blobs stores files by the SHA-256 of their content under Dir (in Weft,
-// WEFT_DATA_DIR/blobs): Dir/ab/ab12…ef, with writes going through Dir/tmp
-// so that a blob either exists whole or not at all. Directories are 0700
-// and files 0600. Which blobs are still referenced is not its business:
-// the collector walks them (Walk) and asks the database.
+// Blobs is the local BlobStore: files by the SHA-256 of their content
+// under Dir (in Weft, WEFT_DATA_DIR/blobs): Dir/ab/ab12…ef, with writes
+// going through Dir/tmp so that a blob either exists whole or not at all.
+// Directories are 0700 and files 0600.
 type Blobs struct {
 	Dir string
 }
@@ -77,11 +76,15 @@ func (b *Blobs) Put(data []byte) (sha string, err error) {
 
 // Open opens a stored blob; a missing one gives an error wrapping
 // fs.ErrNotExist.
-func (b *Blobs) Open(sha string) (*os.File, error) {
+func (b *Blobs) Open(sha string) (BlobFile, error) {
 	if !validSHA(sha) {
 		return nil, ErrInvalidSHA
 	}
-	return os.Open(b.path(sha))
+	f, err := os.Open(b.path(sha))
+	if err != nil {
+		return nil, err // a nil *os.File in a BlobFile would not be nil
+	}
+	return f, nil
 }
 
 // Read returns a stored blob's content; a missing one gives an error

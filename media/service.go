@@ -44,7 +44,8 @@ type Jobs interface {
 
 // Config tunes the service.
 type Config struct {
-	DataDir     string        // blobs live in DataDir/blobs
+	DataDir     string        // blobs live in DataDir/blobs, unless Store is set
+	Store       BlobStore     // where blobs live (nil: Blobs under DataDir/blobs)
 	Limits      Limits        // per file and per message
 	GCEvery     time.Duration // how often orphans are collected (default 1 h)
 	UnsentAfter time.Duration // unreferenced files are kept this long (default 24 h)
@@ -62,7 +63,7 @@ type Config struct {
 // Service stores attachments and generates media in the background.
 type Service struct {
 	store Store
-	Blobs *Blobs
+	Blobs BlobStore
 	cfg   Config
 	jobs  Jobs
 }
@@ -88,7 +89,11 @@ func NewService(store Store, jobs Jobs, cfg Config) (*Service, error) {
 	if cfg.MaxPendingPerUser <= 0 {
 		cfg.MaxPendingPerUser = 5
 	}
-	s := &Service{store: store, Blobs: &Blobs{Dir: filepath.Join(cfg.DataDir, "blobs")}, cfg: cfg, jobs: jobs}
+	blobs := cfg.Store
+	if blobs == nil {
+		blobs = &Blobs{Dir: filepath.Join(cfg.DataDir, "blobs")}
+	}
+	s := &Service{store: store, Blobs: blobs, cfg: cfg, jobs: jobs}
 	if err := jobs.Register(s.addWorkers, s.collectEvery()); err != nil {
 		return nil, err
 	}
