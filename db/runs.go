@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -180,10 +179,10 @@ func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (
 				ON CONFLICT (message_id, seq) DO UPDATE SET content = EXCLUDED.content, thinking = EXCLUDED.thinking`,
 				msgs, seqs, contents, thinkings)
 		}
-		var going []int64
+		going := make(map[int64]bool, len(live))
 		b.Queue("SELECT id FROM runs WHERE id = ANY($1) AND NOT cancel_requested", live).Query(func(rows pgx.Rows) error {
-			var err error
-			going, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			var id int64
+			_, err := pgx.ForEachRow(rows, []any{&id}, func() error { going[id] = true; return nil })
 			return err
 		})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -191,7 +190,7 @@ func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (
 		}
 		stop = stop[:0]
 		for _, id := range live {
-			if !slices.Contains(going, id) {
+			if !going[id] {
 				stop = append(stop, id)
 			}
 		}
