@@ -261,7 +261,8 @@ func settledDocuments(t *testing.T, store *db.DB, user, kb int64, p *proc) []db.
 func latestAnswerOf(t *testing.T, store *db.DB, email string) (status, content string) {
 	t.Helper()
 	err := store.Pool.QueryRow(context.Background(),
-		`SELECT m.status, m.content FROM messages m JOIN threads th ON th.id = m.thread_id JOIN users u ON u.id = th.owner_id
+		`SELECT m.status, m.content || COALESCE((SELECT string_agg(p.content, '' ORDER BY p.seq) FROM message_progress p WHERE p.message_id = m.id), '')
+		 FROM messages m JOIN threads th ON th.id = m.thread_id JOIN users u ON u.id = th.owner_id
 		 WHERE u.email = $1 AND m.role = 'assistant' ORDER BY m.id DESC LIMIT 1`, email).Scan(&status, &content)
 	if err != nil {
 		t.Fatal(err)

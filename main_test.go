@@ -135,11 +135,14 @@ func sendSlow(t *testing.T, p *proc, content string) (*testenv.Client, string) {
 	return c, path
 }
 
-// latestAnswer reads the newest assistant message straight from the database.
+// latestAnswer reads the newest assistant message straight from the
+// database: the row's text, then the progress saved after it (a streaming
+// answer's text is appended there, migration 016).
 func latestAnswer(t *testing.T, store *db.DB) (status, content string) {
 	t.Helper()
 	err := store.Pool.QueryRow(context.Background(),
-		`SELECT status, content FROM messages WHERE role = 'assistant' ORDER BY id DESC LIMIT 1`).Scan(&status, &content)
+		`SELECT status, content || COALESCE((SELECT string_agg(p.content, '' ORDER BY p.seq) FROM message_progress p WHERE p.message_id = m.id), '')
+		FROM messages m WHERE role = 'assistant' ORDER BY id DESC LIMIT 1`).Scan(&status, &content)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,11 +235,27 @@ func TestBrowserAfterACrashTheAnswerIsInterruptedWithItsTextAndCanBeRetried(t *t
 	if status != "streaming" || !strings.HasPrefix(kept, flushed) {
 		t.Fatalf("after the crash the row is %s with %q", status, kept)
 	}
+	// The text was appended as progress, each part once; the row itself
+	// was not rewritten while streaming.
+	var rows, bytes int
+	var row string
+	if err := store.Pool.QueryRow(context.Background(), `SELECT count(*), COALESCE(sum(octet_length(p.content)), 0), min(m.content)
+		FROM messages m JOIN message_progress p ON p.message_id = m.id
+		WHERE m.id = (SELECT max(id) FROM messages WHERE role = 'assistant')`).Scan(&rows, &bytes, &row); err != nil {
+		t.Fatal(err)
+	}
+	if rows < 2 || bytes != len(kept) || row != "" {
+		t.Fatalf("after the crash: %d progress rows of %d bytes (the text kept has %d), row text %q", rows, bytes, len(kept), row)
+	}
 
 	startWeft(t, addr, env...)
 	status, after := latestAnswer(t, store)
 	if status != "interrupted" || after != kept {
 		t.Fatalf("after restart: %s, text kept %v", status, after == kept)
+	}
+	var left int
+	if err := store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM message_progress`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("after restart %d progress rows are left (%v)", left, err)
 	}
 	must("reload shows the interrupted answer",
 		chromedp.Reload(),

@@ -107,6 +107,7 @@ func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run) {
 		res = rt.cfg.Agent.RunAgent(ctx, h)
 	}
 	if res.Detached {
+		rt.progress.flushNow(lr) // the adopting instance reads it
 		lr.end(db.Message{ID: lr.msgID, ThreadID: r.ThreadID, Role: db.RoleAssistant, Status: db.MsgStreaming})
 		rt.mu.Lock()
 		delete(rt.live, r.ID)

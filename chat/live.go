@@ -3,6 +3,7 @@ package chat
 import (
 	"strings"
 	"sync"
+	"time"
 
 	"weft/db"
 )
@@ -43,7 +44,14 @@ type Snapshot struct {
 const subscriberBuffer = 512
 
 // liveRun is a run executing on this instance: the text so far and who is
-// watching. The runner never blocks on a subscriber.
+// watching. The runner never blocks on a subscriber, nor on the database.
+//
+// Text that arrives within merge of the last event is held and published
+// as one event when the window ends (or before anything else is
+// published), so a burst of tokens costs one event and one write on every
+// event stream; text after a pause, the first included, goes at once.
+// Subscribers see exactly the text appended, in order: thinking and answer
+// text are never merged together.
 type liveRun struct {
 	id, threadID, msgID, owner int64
 	kind                       string
@@ -55,17 +63,67 @@ type liveRun struct {
 	subs     map[chan Event]struct{}
 	ended    bool
 
+	// Merging (guarded by mu): the bytes of content and thinking published,
+	// the kind of the text held (0: none), when the last text event went
+	// out, and whether a timer will publish what is held.
+	merge            time.Duration
+	clock            clock
+	pubContent       int
+	pubThinking      int
+	held             EventKind
+	lastText         time.Time
+	timerSet         bool
+	publishHeldAfter func() // the timer's function
+
+	// Progress (guarded by mu, written by the progress writer): the bytes
+	// of content and thinking in the database, the next row's sequence
+	// number, whether the stored text must be dropped first (after a
+	// reset, or when the run writes its answer anew), and a generation
+	// that a reset bumps.
+	savedContent  int
+	savedThinking int
+	seq           int
+	restart       bool
+	gen           uint64
+
 	cancel     func()
 	stopReason string // StopUser or StopShutdown, set before cancel
 }
 
-func newLiveRun(r db.Run) *liveRun {
+// clock is time for a live run's merging; tests replace it.
+type clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func())
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                      { return time.Now() }
+func (realClock) AfterFunc(d time.Duration, f func()) { time.AfterFunc(d, f) }
+
+func newLiveRun(r db.Run, merge time.Duration, c clock) *liveRun {
 	status := db.RunRunning
 	if r.Status == db.RunWaiting {
 		status = db.RunWaiting // an adopted agent run waiting for the user
 	}
-	return &liveRun{id: r.ID, threadID: r.ThreadID, msgID: *r.AssistantMessageID, owner: r.OwnerID,
-		kind: r.Kind, status: status, subs: map[chan Event]struct{}{}}
+	l := &liveRun{id: r.ID, threadID: r.ThreadID, msgID: *r.AssistantMessageID, owner: r.OwnerID,
+		kind: r.Kind, status: status, subs: map[chan Event]struct{}{}, merge: merge, clock: c, restart: true}
+	l.publishHeldAfter = func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.timerSet = false
+		l.publishHeldLocked()
+	}
+	return l
+}
+
+// continueFrom starts the text with the answer's stored text, which the
+// run goes on writing (the database already has it).
+func (l *liveRun) continueFrom(content string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.content.WriteString(content)
+	l.pubContent, l.savedContent, l.restart = len(content), len(content), false
 }
 
 // subscribe returns the current state and a channel of everything after it.
@@ -75,6 +133,7 @@ func (l *liveRun) subscribe() (Snapshot, chan Event, bool) {
 	if l.ended {
 		return Snapshot{}, nil, false
 	}
+	l.publishHeldLocked() // the snapshot has it: the others get it now
 	ch := make(chan Event, subscriberBuffer)
 	l.subs[ch] = struct{}{}
 	return Snapshot{RunID: l.id, Kind: l.kind, Status: l.status, Content: l.content.String(), Thinking: l.thinking.String()}, ch, true
@@ -89,24 +148,103 @@ func (l *liveRun) unsubscribe(ch chan Event) {
 	}
 }
 
-// append adds text (to the answer or the thinking) and publishes it.
+// append adds text (to the answer or the thinking) and publishes it, at
+// once or merged with what follows within the merge window.
 func (l *liveRun) append(kind EventKind, text string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	switched := l.held != 0 && l.held != kind
+	if switched {
+		l.publishHeldLocked()
+	}
 	if kind == EventThinking {
 		l.thinking.WriteString(text)
 	} else {
 		l.content.WriteString(text)
 	}
-	l.publishLocked(Event{Kind: kind, Text: text})
+	if l.held == 0 {
+		l.held = kind
+		// The first text of a kind after the other goes at once too.
+		if wait := l.merge - l.clock.Now().Sub(l.lastText); switched || wait <= 0 {
+			l.publishHeldLocked()
+		} else if !l.timerSet {
+			l.timerSet = true
+			l.clock.AfterFunc(wait, l.publishHeldAfter)
+		}
+	}
+}
+
+// publishHeldLocked publishes the text held, if any.
+func (l *liveRun) publishHeldLocked() {
+	var text string
+	switch l.held {
+	case 0:
+		return
+	case EventThinking:
+		all := l.thinking.String()
+		text, l.pubThinking = all[l.pubThinking:], len(all)
+	default:
+		all := l.content.String()
+		text, l.pubContent = all[l.pubContent:], len(all)
+	}
+	kind := l.held
+	l.held, l.lastText = 0, l.clock.Now()
+	if text != "" {
+		l.publishLocked(Event{Kind: kind, Text: text})
+	}
+}
+
+// progressMark is what a progress write took from a run: the run, its
+// generation then, the lengths saved, and whether it restarted the text
+// and added a row.
+type progressMark struct {
+	lr             *liveRun
+	gen            uint64
+	content, think int
+	restart, row   bool
+}
+
+// unsaved returns the run's text not in the database yet (ok false:
+// nothing to write).
+func (l *liveRun) unsaved() (db.Progress, progressMark, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, t := l.content.String(), l.thinking.String()
+	if !l.restart && len(c) == l.savedContent && len(t) == l.savedThinking {
+		return db.Progress{}, progressMark{}, false
+	}
+	p := db.Progress{Message: l.msgID, Seq: l.seq, Content: c[l.savedContent:], Thinking: t[l.savedThinking:], Restart: l.restart}
+	return p, progressMark{lr: l, gen: l.gen, content: len(c), think: len(t), restart: l.restart,
+		row: p.Content != "" || p.Thinking != ""}, true
+}
+
+// markSaved records a successful progress write (unless the text was
+// reset since: then all of it is written anew).
+func (l *liveRun) markSaved(m progressMark) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m.gen != l.gen {
+		return
+	}
+	l.savedContent, l.savedThinking = m.content, m.think
+	if m.restart {
+		l.restart = false
+	}
+	if m.row {
+		l.seq++
+	}
 }
 
 // reset clears the text so far (an agent round ended in tool calls).
 func (l *liveRun) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.publishHeldLocked()
 	l.content.Reset()
 	l.thinking.Reset()
+	l.pubContent, l.pubThinking = 0, 0
+	l.savedContent, l.savedThinking, l.restart = 0, 0, true
+	l.gen++
 	l.publishLocked(Event{Kind: EventReset})
 }
 
@@ -114,6 +252,7 @@ func (l *liveRun) reset() {
 func (l *liveRun) stepped() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.publishHeldLocked()
 	l.publishLocked(Event{Kind: EventStep})
 }
 
@@ -135,6 +274,7 @@ func (l *liveRun) text() (content, thinking string) {
 func (l *liveRun) end(final db.Message) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.publishHeldLocked()
 	l.ended = true
 	l.publishLocked(Event{Kind: EventDone, Message: final})
 	for ch := range l.subs {
@@ -184,6 +324,7 @@ func (l *liveRun) setStatus(status string) {
 	if l.status == status {
 		return
 	}
+	l.publishHeldLocked()
 	l.status = status
 	l.publishLocked(Event{Kind: EventStatus, Status: status})
 }

@@ -25,7 +25,7 @@ type Store interface {
 	Message(ctx context.Context, user, id int64) (db.Message, error)
 	ClaimNextRun(ctx context.Context, thread int64, instance string, userCap int) (db.Run, bool, error)
 	ThreadsWithQueuedRuns(ctx context.Context, owner int64) ([]int64, error)
-	FlushAnswer(ctx context.Context, run, msg int64, content, thinking string) (bool, error)
+	SaveProgress(ctx context.Context, parts []db.Progress, live []int64) (stop []int64, err error)
 	FinishRun(ctx context.Context, run, msg int64, f db.Finish) (db.Message, error)
 	CancelRun(ctx context.Context, user, id int64) (db.Run, error)
 	Thread(ctx context.Context, user, id int64) (db.Thread, error)
@@ -55,10 +55,13 @@ type Chatter interface {
 
 // Config tunes the runtime.
 type Config struct {
-	Instance       string        // this process's identity in runs.instance_id
-	OllamaHost     string        // shown in error messages
-	PerUserRuns    int           // runs of one user that may run at once (default 3)
-	FlushEvery     time.Duration // how often partial answers reach the database (default 1s)
+	Instance    string        // this process's identity in runs.instance_id
+	OllamaHost  string        // shown in error messages
+	PerUserRuns int           // runs of one user that may run at once (default 3)
+	FlushEvery  time.Duration // how often partial answers reach the database (default 1s)
+	// MergeWindow: answer text that arrives within it of the previous
+	// event is merged into one event (default 5ms; negative: never).
+	MergeWindow    time.Duration
 	HeartbeatEvery time.Duration // default 5s
 	StaleAfter     time.Duration // an instance silent this long is dead (default 20s)
 	MaxPath        int           // messages of the path sent to the model (default 10,000)
@@ -105,6 +108,8 @@ type Runtime struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	progress *progressWriter // saves live runs' text, off the token path
+
 	mu      sync.Mutex
 	live    map[int64]*liveRun
 	titles  map[int64]*titleWait // waiters for a thread's next generated title
@@ -131,9 +136,13 @@ func New(store Store, llm Chatter, models *Models, cfg Config) *Runtime {
 	if cfg.CompactAt <= 0 {
 		cfg.CompactAt = 0.85
 	}
+	if cfg.MergeWindow == 0 {
+		cfg.MergeWindow = 5 * time.Millisecond
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{store: store, llm: llm, models: models, cfg: cfg, ctx: ctx, cancel: cancel,
-		live: map[int64]*liveRun{}, titles: map[int64]*titleWait{}}
+		progress: newProgressWriter(store, cfg.FlushEvery),
+		live:     map[int64]*liveRun{}, titles: map[int64]*titleWait{}}
 }
 
 // Models returns the model catalogue.
@@ -153,6 +162,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	if len(interrupted) > 0 {
 		slog.Info("runs interrupted by a previous stop", "count", len(interrupted))
 	}
+	rt.progress.start()
 	rt.adoptWaiting(ctx, true)
 	rt.kickQueued(ctx, 0)
 	rt.wg.Add(1)
@@ -250,6 +260,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) {
 	rt.mu.Unlock()
 	rt.cancel()
 	rt.wg.Wait()
+	rt.progress.stop()
 }
 
 // busyCount is the number of live runs that are not waiting for their user
@@ -291,7 +302,7 @@ func (rt *Runtime) Subscribe(runID int64) (snap Snapshot, events <-chan Event, u
 
 // Cancel stops one of the user's runs: a queued one at once, a running one
 // by cancelling its model request (here, or through the database flag that
-// the instance running it reads at every flush).
+// the instance running it reads every FlushEvery).
 func (rt *Runtime) Cancel(ctx context.Context, user, runID int64) (db.Run, error) {
 	r, err := rt.store.CancelRun(ctx, user, runID)
 	if err != nil {
@@ -340,11 +351,13 @@ func (rt *Runtime) kickQueued(ctx context.Context, owner int64) {
 }
 
 func (rt *Runtime) start(r db.Run) {
-	lr := newLiveRun(r)
+	lr := newLiveRun(r, rt.cfg.MergeWindow, realClock{})
 	if r.Continues && r.Kind != db.RouteAgent {
-		// Subscribers see the earlier text too; deltas append to it.
+		// Subscribers see the earlier text too; deltas append to it. (Any
+		// other run writes its answer anew: its first save drops the
+		// stored text.)
 		if m, err := rt.store.Message(rt.ctx, r.OwnerID, *r.AssistantMessageID); err == nil {
-			lr.content.WriteString(m.Content)
+			lr.continueFrom(m.Content)
 		}
 	}
 	ctx, cancel := context.WithCancel(rt.ctx)
@@ -352,6 +365,7 @@ func (rt *Runtime) start(r db.Run) {
 	rt.mu.Lock()
 	rt.live[r.ID] = lr
 	rt.mu.Unlock()
+	rt.progress.add(lr)
 	rt.wg.Add(1)
 	go func() {
 		defer rt.wg.Done()

@@ -64,6 +64,9 @@ func (rt *Runtime) settle(ctx context.Context, lr *liveRun, r db.Run, fin db.Fin
 func (rt *Runtime) finish(ctx context.Context, lr *liveRun, r db.Run, fin db.Finish) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
+	// The final write stores the whole text and deletes the progress: no
+	// progress round may write this run after it.
+	rt.progress.forget(lr)
 	msg, err := rt.store.FinishRun(wctx, r.ID, lr.msgID, fin)
 	if errors.Is(err, db.ErrNotFound) {
 		slog.Info("the answer was deleted while being written", "run", r.ID)

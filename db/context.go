@@ -99,7 +99,7 @@ func (d *DB) Compactions(ctx context.Context, user, thread int64, under []int64)
 	if len(under) == 0 {
 		return nil, nil
 	}
-	rows, err := d.q().Query(ctx, `SELECT `+prefixed("m.", messageCols)+` FROM messages m
+	rows, err := d.q().Query(ctx, `SELECT `+liveCols("m.")+` FROM messages m
 		JOIN threads t ON t.id = m.thread_id
 		WHERE m.thread_id = $1 AND t.owner_id = $2 AND m.role = 'system' AND m.parent_id = ANY($3)
 		  AND m.metadata->>'kind' = 'compaction'

@@ -11,7 +11,7 @@ import (
 // TreeMessages returns every message of one of the user's threads, parents
 // before children (by id).
 func (d *DB) TreeMessages(ctx context.Context, user, thread int64) ([]Message, error) {
-	rows, err := d.q().Query(ctx, "SELECT "+prefixed("m.", messageCols)+` FROM messages m
+	rows, err := d.q().Query(ctx, "SELECT "+liveCols("m.")+` FROM messages m
 		JOIN threads t ON t.id = m.thread_id WHERE m.thread_id = $1 AND t.owner_id = $2 ORDER BY m.id`, thread, user)
 	if err != nil {
 		return nil, err

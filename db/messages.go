@@ -27,6 +27,41 @@ type Message struct {
 
 const messageCols = "id, thread_id, parent_id, role, content, parts, metadata, status, error, created_at, updated_at"
 
+// liveCols are messageCols for a SELECT from the table (or row set) named
+// by prefix p ("m."): a streaming message's content is the row's followed
+// by its progress (migration 016), and its thinking, when the progress
+// carries some, is the progress's. Every read of a message goes through
+// it, so a page, a follower on another instance, an export or a fork sees
+// the text flushed so far.
+func liveCols(p string) string { return liveColsWith(p, liveMetadata(p)) }
+
+// liveTurnCols are liveCols with an empty metadata: the path of a model
+// request needs none of it, and decoding each message's metadata (a
+// thinking model's reasoning included) doubled the cost of a long path.
+func liveTurnCols(p string) string { return liveColsWith(p, "'{}'::jsonb AS metadata") }
+
+func liveColsWith(p, metadata string) string {
+	var out []string
+	for _, c := range splitCols(messageCols) {
+		switch c {
+		case "content":
+			c = `CASE WHEN ` + p + `status = 'streaming' THEN ` + p + `content || COALESCE((SELECT string_agg(mp.content, '' ORDER BY mp.seq)
+				FROM message_progress mp WHERE mp.message_id = ` + p + `id), '') ELSE ` + p + `content END AS content`
+		case "metadata":
+			c = metadata
+		default:
+			c = p + c
+		}
+		out = append(out, c)
+	}
+	return strings.Join(out, ", ")
+}
+
+func liveMetadata(p string) string {
+	return `CASE WHEN ` + p + `status = 'streaming' THEN COALESCE((SELECT jsonb_set(` + p + `metadata, '{thinking}', to_jsonb(string_agg(mp.thinking, '' ORDER BY mp.seq)))
+		FROM message_progress mp WHERE mp.message_id = ` + p + `id AND mp.thinking <> ''), ` + p + `metadata) ELSE ` + p + `metadata END AS metadata`
+}
+
 func insertMessage(ctx context.Context, q querier, thread int64, parent *int64, role, content, status string, metadata MessageMeta) (Message, error) {
 	rows, err := q.Query(ctx, `INSERT INTO messages (thread_id, parent_id, role, content, status, metadata)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+messageCols, thread, parent, role, content, status, metadata)
@@ -60,18 +95,15 @@ func (d *DB) PathTo(ctx context.Context, user, message int64, limit int) (path [
 // answer and needs none of it, and decoding each message's metadata (a
 // thinking model's reasoning included) doubled the cost of a long path.
 func (d *DB) TurnsTo(ctx context.Context, user, message int64, limit int) ([]Message, error) {
-	path, _, err := d.pathUpCols(ctx, turnCols, `SELECT m.*, 0 AS depth FROM messages m
+	path, _, err := d.pathUpCols(ctx, liveTurnCols("up."), `SELECT m.*, 0 AS depth FROM messages m
 			JOIN threads t ON t.id = m.thread_id
 			WHERE m.id = $1 AND t.owner_id = $2`, message, user, limit)
 	return path, err
 }
 
-// turnCols are messageCols with an empty metadata.
-var turnCols = strings.Replace(messageCols, "metadata", "'{}'::jsonb AS metadata", 1)
-
 // pathUp walks parent links up from the row the start query selects.
 func (d *DB) pathUp(ctx context.Context, start string, id, user int64, limit int) (path []Message, more bool, err error) {
-	return d.pathUpCols(ctx, messageCols, start, id, user, limit)
+	return d.pathUpCols(ctx, liveCols("up."), start, id, user, limit)
 }
 
 func (d *DB) pathUpCols(ctx context.Context, cols, start string, id, user int64, limit int) (path []Message, more bool, err error) {

@@ -130,32 +130,83 @@ func (d *DB) ThreadsWithQueuedRuns(ctx context.Context, owner int64) ([]int64, e
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-// FlushAnswer saves the text written so far and reports whether someone
-// asked (possibly on another instance) to stop the run.
-func (d *DB) FlushAnswer(ctx context.Context, run, msg int64, content, thinking string) (cancelRequested bool, err error) {
-	err = d.InTx(ctx, func(tx pgx.Tx) error {
-		// A progress flush need not wait for the disk: the run's final
-		// write (FinishRun) is synchronous, and a flush lost in a crash
-		// costs at most a second of partial text.
-		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE messages SET content = $2,
-				metadata = CASE WHEN $3 = '' THEN metadata ELSE jsonb_set(metadata, '{thinking}', to_jsonb($3::text)) END,
-				updated_at = now() WHERE id = $1`, msg, content, thinking); err != nil {
-			return err
-		}
-		err := tx.QueryRow(ctx, "SELECT cancel_requested FROM runs WHERE id = $1", run).Scan(&cancelRequested)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// The run was deleted with its thread or message (perhaps by
-			// another instance): that is a stop too.
-			cancelRequested = true
-			return nil
-		}
-		return err
-	})
-	return cancelRequested, err
+// Progress is the text a streaming answer gained since its previous
+// flush: one row of message_progress. Seq numbers a run's flushes; a retry
+// of a flush whose commit was lost sends the same Seq again with at least
+// the same text, and replaces the row (nothing duplicated, nothing lost).
+type Progress struct {
+	Message  int64
+	Seq      int
+	Content  string // answer text appended
+	Thinking string // thinking text appended
+	// Restart drops the text stored so far (an agent's next round, or a
+	// run that writes the answer anew) before Content and Thinking.
+	Restart bool
 }
+
+// SaveProgress appends the progress of streaming answers, and reports
+// which of the live runs should stop: someone asked (possibly on another
+// instance), or the run is gone (deleted with its thread or message). One
+// transaction, sent as one batch, committed without waiting for the disk:
+// the run's final write (FinishRun) is synchronous, and progress lost in a
+// crash costs at most one flush of partial text. A message that is no
+// longer streaming (settled elsewhere, or deleted) gets nothing.
+func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (stop []int64, err error) {
+	var restart, msgs []int64
+	var seqs []int32
+	var contents, thinkings []string
+	for _, p := range parts {
+		if p.Restart {
+			restart = append(restart, p.Message)
+		}
+		if p.Content != "" || p.Thinking != "" {
+			msgs, seqs = append(msgs, p.Message), append(seqs, int32(p.Seq))
+			contents, thinkings = append(contents, p.Content), append(thinkings, p.Thinking)
+		}
+	}
+	err = d.InTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue("SET LOCAL synchronous_commit = off")
+		if len(restart) > 0 {
+			b.Queue("DELETE FROM message_progress WHERE message_id = ANY($1)", restart)
+			b.Queue(`UPDATE messages SET content = '', metadata = metadata - 'thinking', updated_at = now()
+				WHERE id = ANY($1) AND status = 'streaming' AND (content <> '' OR metadata ? 'thinking')`, restart)
+		}
+		if len(msgs) > 0 {
+			b.Queue(`INSERT INTO message_progress (message_id, seq, content, thinking)
+				SELECT u.m, u.s, u.c, u.t FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) AS u(m, s, c, t)
+				WHERE EXISTS (SELECT 1 FROM messages WHERE id = u.m AND status = 'streaming')
+				ON CONFLICT (message_id, seq) DO UPDATE SET content = EXCLUDED.content, thinking = EXCLUDED.thinking`,
+				msgs, seqs, contents, thinkings)
+		}
+		going := make(map[int64]bool, len(live))
+		b.Queue("SELECT id FROM runs WHERE id = ANY($1) AND NOT cancel_requested", live).Query(func(rows pgx.Rows) error {
+			var id int64
+			_, err := pgx.ForEachRow(rows, []any{&id}, func() error { going[id] = true; return nil })
+			return err
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		stop = stop[:0]
+		for _, id := range live {
+			if !going[id] {
+				stop = append(stop, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return stop, nil
+}
+
+// progressText folds the progress rows of message $1 into the message
+// (as the columns of an UPDATE ... FROM progressText p): the content they
+// append, and their thinking when they carry some.
+const progressText = `(SELECT string_agg(content, '' ORDER BY seq) AS c, string_agg(NULLIF(thinking, ''), '' ORDER BY seq) AS t
+	FROM message_progress WHERE message_id = $1)`
 
 // CancelThreadRuns stops every run of one of the user's threads, as Stop
 // does, before the thread is deleted: queued runs are cancelled (so none
@@ -221,6 +272,10 @@ func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, 
 		if m, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Message]); err != nil {
 			return err
 		}
+		// The whole text is on the row now: its progress goes.
+		if _, err := tx.Exec(ctx, "DELETE FROM message_progress WHERE message_id = $1", msg); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `UPDATE runs SET status = $2, error = $3, usage = $4, finished_at = now() WHERE id = $1`,
 			run, f.RunStatus, f.Error, usage)
 		return err
@@ -256,7 +311,7 @@ func (d *DB) CancelRun(ctx context.Context, user, id int64) (Run, error) {
 
 // Message returns one of the user's messages.
 func (d *DB) Message(ctx context.Context, user, id int64) (Message, error) {
-	rows, err := d.q().Query(ctx, "SELECT "+prefixed("m.", messageCols)+` FROM messages m
+	rows, err := d.q().Query(ctx, "SELECT "+liveCols("m.")+` FROM messages m
 		JOIN threads t ON t.id = m.thread_id WHERE m.id = $1 AND t.owner_id = $2`, id, user)
 	if err != nil {
 		return Message{}, err
@@ -275,7 +330,7 @@ func (d *DB) Heartbeat(ctx context.Context, instance string) error {
 // InterruptOrphanedRuns marks as interrupted every running or waiting run
 // whose instance is restarting (self, at start-up: nothing of its old life
 // survives) or has not sent a heartbeat for staleAfter. Their answers keep
-// the text last flushed. It returns the runs it interrupted.
+// the text last flushed (the row's and its progress). It returns the runs it interrupted.
 func (d *DB) InterruptOrphanedRuns(ctx context.Context, self string, staleAfter time.Duration) ([]Run, error) {
 	var out []Run
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -294,8 +349,16 @@ func (d *DB) InterruptOrphanedRuns(ctx context.Context, self string, staleAfter 
 			if r.AssistantMessageID == nil {
 				continue
 			}
-			if _, err := tx.Exec(ctx, `UPDATE messages SET status = 'interrupted', error = $2, updated_at = now()
-				WHERE id = $1 AND status = 'streaming'`, *r.AssistantMessageID, r.Error); err != nil {
+			// The answer keeps its text: the row's, then the progress
+			// flushed after it.
+			if _, err := tx.Exec(ctx, `UPDATE messages m SET status = 'interrupted', error = $2, updated_at = now(),
+					content = m.content || COALESCE(p.c, ''),
+					metadata = CASE WHEN p.t IS NULL THEN m.metadata ELSE jsonb_set(m.metadata, '{thinking}', to_jsonb(p.t)) END
+				FROM `+progressText+` p
+				WHERE m.id = $1 AND m.status = 'streaming'`, *r.AssistantMessageID, r.Error); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "DELETE FROM message_progress WHERE message_id = $1", *r.AssistantMessageID); err != nil {
 				return err
 			}
 		}

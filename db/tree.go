@@ -139,7 +139,7 @@ func (d *DB) EditMessage(ctx context.Context, user, message int64, content strin
 
 // lockMessageThread reads one of the user's messages and locks its thread.
 func lockMessageThread(ctx context.Context, tx pgx.Tx, user, message int64, t *Thread) (Message, error) {
-	rows, err := tx.Query(ctx, "SELECT "+prefixed("m.", messageCols)+` FROM messages m
+	rows, err := tx.Query(ctx, "SELECT "+liveCols("m.")+` FROM messages m
 		JOIN threads t ON t.id = m.thread_id WHERE m.id = $1 AND t.owner_id = $2`, message, user)
 	if err != nil {
 		return Message{}, err

@@ -35,6 +35,7 @@ func (b *bench) relay(ctx context.Context) error {
 		{2000, 0, b.cfg.relayAnswers}, {2000, time.Millisecond, 3},
 		{100, 0, 10}, {1000, 0, 5}, {10000, 0, 3},
 		{100, time.Millisecond, 5}, {1000, time.Millisecond, 3}, {10000, time.Millisecond, 1},
+		{20000, time.Millisecond, 1}, // the database's cost of one long answer (issue 15)
 	}
 	ps, err := b.people(ctx, b.nextPerson+1)
 	if err != nil {
@@ -47,6 +48,7 @@ func (b *bench) relay(ctx context.Context) error {
 		paced bool
 	}
 	cpuPerAnswer := map[key]float64{}
+	long := ""
 	m := e.mark()
 	for _, bt := range batches {
 		// A thread for the batch, its first (tiny) answer and title done.
@@ -96,8 +98,15 @@ func (b *bench) relay(ctx context.Context) error {
 		if bt.n == 2000 && bt.delay > 0 {
 			b.relayPacedUS = perTok
 		}
+		if bt.n == 20000 {
+			long = fmt.Sprintf("one paced 20,000-token answer (%d bytes, ≈ %.0f s): PostgreSQL WAL %.2f MB (%.2f× the answer), PostgreSQL CPU %.0f ms",
+				want, float64(bt.n)*bt.delay.Seconds(), float64(wal)/(1<<20), float64(wal)/float64(want), pgCPU*1000)
+		}
 	}
 	r.printf("%s", e.since(m))
+	if long != "" {
+		r.printf("%s", long)
+	}
 	for _, paced := range []bool{false, true} {
 		lo, hi := cpuPerAnswer[key{1000, paced}], cpuPerAnswer[key{10000, paced}]
 		name := "instant"

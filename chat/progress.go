@@ -1,0 +1,146 @@
+package chat
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"weft/db"
+)
+
+// progressWriter saves the text of every live run of this instance, off
+// the token path: every FlushEvery (or at once when woken, at a
+// thinking→answer boundary) one round writes what each run gained since
+// its last save, for all runs in one transaction (db.SaveProgress:
+// append-only rows, an asynchronous commit), and reads in the same round
+// trip which runs were asked to stop elsewhere. A failed round changes
+// nothing: the next one sends the same text again under the same
+// sequence numbers, with whatever came since.
+type progressWriter struct {
+	store Store
+	every time.Duration
+
+	round sync.Mutex // held for a round: forget waits for the one in flight
+	mu    sync.Mutex
+	runs  map[int64]*liveRun
+
+	wakeC chan struct{}
+	stopC chan struct{}
+	done  chan struct{} // closed when the loop ended (nil: never started)
+}
+
+func newProgressWriter(store Store, every time.Duration) *progressWriter {
+	return &progressWriter{store: store, every: every, runs: map[int64]*liveRun{},
+		wakeC: make(chan struct{}, 1), stopC: make(chan struct{})}
+}
+
+// start runs the writer until stop.
+func (w *progressWriter) start() {
+	w.done = make(chan struct{})
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(w.every)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stopC:
+				w.write(nil)
+				return
+			case <-t.C:
+			case <-w.wakeC:
+			}
+			w.write(nil)
+		}
+	}()
+}
+
+// stop writes what is pending and ends the loop.
+func (w *progressWriter) stop() {
+	if w.done == nil {
+		return
+	}
+	select {
+	case <-w.stopC:
+	default:
+		close(w.stopC)
+	}
+	<-w.done
+}
+
+// add saves lr's text from now on.
+func (w *progressWriter) add(lr *liveRun) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.runs[lr.id] = lr
+}
+
+// forget stops saving lr's text; when it returns no round writes it any
+// more (the run's final write may delete its progress).
+func (w *progressWriter) forget(lr *liveRun) {
+	w.round.Lock()
+	defer w.round.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.runs, lr.id)
+}
+
+// flushNow writes lr's pending text at once and forgets it (a run left
+// waiting for its user when this instance stops: its text stays in the
+// database for whichever instance adopts it).
+func (w *progressWriter) flushNow(lr *liveRun) {
+	w.write(lr)
+	w.forget(lr)
+}
+
+// wake asks for a round now; it never blocks.
+func (w *progressWriter) wake() {
+	select {
+	case w.wakeC <- struct{}{}:
+	default:
+	}
+}
+
+// write is one round, over every run (only: just that one).
+func (w *progressWriter) write(only *liveRun) {
+	w.round.Lock()
+	defer w.round.Unlock()
+	var runs []*liveRun
+	if only != nil {
+		runs = []*liveRun{only}
+	} else {
+		w.mu.Lock()
+		for _, lr := range w.runs {
+			runs = append(runs, lr)
+		}
+		w.mu.Unlock()
+	}
+	if len(runs) == 0 {
+		return
+	}
+	var parts []db.Progress
+	var marks []progressMark
+	ids := make([]int64, 0, len(runs))
+	byID := make(map[int64]*liveRun, len(runs))
+	for _, lr := range runs {
+		ids, byID[lr.id] = append(ids, lr.id), lr
+		if p, m, ok := lr.unsaved(); ok {
+			parts, marks = append(parts, p), append(marks, m)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stop, err := w.store.SaveProgress(ctx, parts, ids)
+	if err != nil {
+		slog.Warn("save answers' progress", "runs", len(ids), "err", err)
+		return
+	}
+	for _, m := range marks {
+		m.lr.markSaved(m)
+	}
+	for _, id := range stop {
+		if only == nil {
+			byID[id].stop(StopUser)
+		}
+	}
+}
