@@ -90,12 +90,13 @@ func (d *DB) VectorSearch(ctx context.Context, user int64, kb KnowledgeBase, que
 
 // VectorSearchSQL is the vector query for one dimension (exported for the
 // EXPLAIN test): its ORDER BY and WHERE match the partial HNSW index of that
-// dimension.
+// dimension (VectorIndexDDL), over halfvec. The query vector comes as a
+// vector and is cast, as the stored ones are.
 func VectorSearchSQL(dims int) string {
-	return fmt.Sprintf(`SELECT `+hitCols+`, 1 - (c.embedding::vector(%[1]d) <=> $1::vector(%[1]d)) AS score
+	return fmt.Sprintf(`SELECT `+hitCols+`, 1 - (c.embedding::halfvec(%[1]d) <=> $1::vector(%[1]d)::halfvec(%[1]d)) AS score
 		FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id
 		WHERE c.dims = %[1]d AND c.kb_id = $2 AND c.owner_id = $3 AND c.generation = $4 AND d.status = 'ready'
-		ORDER BY c.embedding::vector(%[1]d) <=> $1::vector(%[1]d) LIMIT $5`, dims)
+		ORDER BY c.embedding::halfvec(%[1]d) <=> $1::vector(%[1]d)::halfvec(%[1]d) LIMIT $5`, dims)
 }
 
 // SetThreadKBs attaches exactly these knowledge bases to one of the user's

@@ -7,9 +7,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+	"golang.org/x/sync/errgroup"
 
 	"weft/db"
 	"weft/extract"
@@ -34,10 +37,29 @@ func (w words) sentence(n int) string {
 	return strings.Join(out, " ") + "."
 }
 
+// benchOptions are the ingestion levers -mode bench compares.
+type benchOptions struct {
+	// bulk drops the vector index before loading and builds it after.
+	bulk bool
+	// writers is how many documents are stored at once (the job queue's
+	// workers, rag.Config.Workers, default 2, each ingesting one).
+	writers int
+	// indexWith replaces the vector index's build parameters (the
+	// default: Weft's, db.VectorIndexWith); oldIndex builds the index
+	// before issue 14 instead (vector(N), pgvector's defaults), for which
+	// only ingestion and recall are measured (the product's query does not
+	// use it).
+	indexWith string
+	oldIndex  bool
+	// recallQueries: query vectors whose index top 10 is compared with the
+	// exact one.
+	recallQueries int
+}
+
 // benchmark measures ingestion without the model's embedding time (the
-// vectors are computed before the clock starts) and retrieval latency over
-// a knowledge base of n chunks.
-func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, queries int, bulk bool) error {
+// vectors are computed before the clock starts), the vector index's recall
+// and retrieval latency over a knowledge base of n chunks.
+func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, queries int, o benchOptions) error {
 	dims, err := e.svc.Dimensions(ctx, model)
 	if err != nil {
 		return err
@@ -48,71 +70,117 @@ func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, querie
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	vocab := newWords(r)
-	index := fmt.Sprintf("kb_chunks_hnsw_%d", dims)
-	if bulk {
-		// Loading a million chunks with the HNSW index maintained row by row
-		// takes hours on two cores: load first, build the index once.
-		if _, err := e.store.Pool.Exec(ctx, "DROP INDEX "+index); err != nil {
+	index, ddl := db.VectorIndexName(dims), db.VectorIndexDDL(dims)
+	if o.oldIndex {
+		index = fmt.Sprintf("kb_chunks_hnsw_%d", dims)
+		ddl = fmt.Sprintf("CREATE INDEX %[1]s ON kb_chunks USING hnsw ((embedding::vector(%[2]d)) vector_cosine_ops) WHERE dims = %[2]d", index, dims)
+	} else if o.indexWith != "" {
+		ddl = strings.Replace(ddl, "WITH ("+db.VectorIndexWith+")", "WITH ("+o.indexWith+")", 1)
+	}
+	if _, err := e.store.Pool.Exec(ctx, "DROP INDEX "+db.VectorIndexName(dims)); err != nil {
+		return err
+	}
+	if !o.bulk {
+		if _, err := e.store.Pool.Exec(ctx, ddl); err != nil {
 			return err
 		}
 	}
 	const perDoc = 500
 	fmt.Fprintf(w, "Knowledge base benchmark — %s\n", time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(w, "%d chunks of about 300 characters (words from a Zipf distribution over 50,000), %d per document, %d-dimension vectors (%s), HNSW index maintained while inserting; 4-word questions\n\n",
-		n, perDoc, dims, model)
+	how := "HNSW index maintained while inserting"
+	if o.bulk {
+		how = "HNSW index built after loading"
+	}
+	fmt.Fprintf(w, "%d chunks of about 300 characters (words from a Zipf distribution over 50,000), %d per document, %d-dimension vectors (%s), %s, %d document(s) stored at once; 4-word questions\n",
+		n, perDoc, dims, model, how, o.writers)
+	fmt.Fprintf(w, "vector index: %s\n\n", strings.Join(strings.Fields(ddl), " "))
+
+	type job struct {
+		d    int
+		data []byte
+		rows []db.NewChunk
+	}
+	jobs := make(chan job, o.writers)
+	var mu sync.Mutex
 	var readSplit, store time.Duration
 	stored := 0
-	for d := 0; stored < n; d++ {
-		var md strings.Builder
-		fmt.Fprintf(&md, "# Document %d\n\n", d)
-		for s := 0; s < perDoc && stored+s < n; s++ {
-			fmt.Fprintf(&md, "## Section %d\n\n%s %s\n\n", s, vocab.sentence(20), vocab.sentence(20))
-		}
-		data := []byte(md.String())
-		t0 := time.Now()
-		blocks, err := extract.ReadInProcess(ctx, rag.FormatMarkdown, data, extract.Limits{}) // the repository's own corpus: trusted
-		if err != nil {
-			return err
-		}
-		chunks := rag.Split(blocks, rag.ChunkOptions{Size: kb.ChunkSize, Overlap: kb.ChunkOverlap})
-		readSplit += time.Since(t0)
-		rows := make([]db.NewChunk, len(chunks))
-		for i, c := range chunks {
-			rows[i] = db.NewChunk{Position: c.Position, Text: c.Text, Headings: c.Headings, Heading: strings.Join(c.Headings, " › "),
-				Page: c.Page, Embedding: fakeollama.Vector(rag.EmbedText("", c.Headings, c.Text), dims)}
-		}
-		doc, err := e.store.AddDocument(ctx, e.user.ID, kb.ID, db.NewDocument{Name: fmt.Sprintf("doc%d.md", d), SHA256: fmt.Sprint("bench", d), Data: data},
-			func(pgx.Tx, db.Document) error { return nil })
-		if err != nil {
-			return err
-		}
-		t1 := time.Now()
-		for i := 0; i < len(rows); i += 256 {
-			if err := e.store.StoreChunks(ctx, doc, kb.Generation, dims, rows[i:min(i+256, len(rows))], 1); err != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	t00 := time.Now()
+	g.Go(func() error {
+		defer close(jobs)
+		queued := 0
+		for d := 0; queued < n; d++ {
+			var md strings.Builder
+			fmt.Fprintf(&md, "# Document %d\n\n", d)
+			for s := 0; s < perDoc && queued+s < n; s++ {
+				fmt.Fprintf(&md, "## Section %d\n\n%s %s\n\n", s, vocab.sentence(20), vocab.sentence(20))
+			}
+			data := []byte(md.String())
+			t0 := time.Now()
+			blocks, err := extract.ReadInProcess(gctx, rag.FormatMarkdown, data, extract.Limits{}) // the repository's own corpus: trusted
+			if err != nil {
 				return err
 			}
+			chunks := rag.Split(blocks, rag.ChunkOptions{Size: kb.ChunkSize, Overlap: kb.ChunkOverlap})
+			readSplit += time.Since(t0)
+			rows := make([]db.NewChunk, len(chunks))
+			for i, c := range chunks {
+				rows[i] = db.NewChunk{Position: c.Position, Text: c.Text, Headings: c.Headings, Heading: strings.Join(c.Headings, " › "),
+					Page: c.Page, Embedding: fakeollama.Vector(rag.EmbedText("", c.Headings, c.Text), dims)}
+			}
+			queued += len(rows)
+			select {
+			case jobs <- job{d, data, rows}:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
 		}
-		// As the ingestion job does: the document is ready and its words
-		// join the knowledge base's counts.
-		if err := e.store.FinishIngest(ctx, doc.ID, ""); err != nil {
-			return err
-		}
-		store += time.Since(t1)
-		stored += len(rows)
-		if d%20 == 19 {
-			fmt.Fprintf(w, "  … %d chunks stored\n", stored)
-		}
+		return nil
+	})
+	for range o.writers {
+		g.Go(func() error {
+			for j := range jobs {
+				doc, err := e.store.AddDocument(gctx, e.user.ID, kb.ID, db.NewDocument{Name: fmt.Sprintf("doc%d.md", j.d), SHA256: fmt.Sprint("bench", j.d), Data: j.data},
+					func(pgx.Tx, db.Document) error { return nil })
+				if err != nil {
+					return err
+				}
+				t1 := time.Now()
+				for i := 0; i < len(j.rows); i += 256 {
+					if err := e.store.StoreChunks(gctx, doc, kb.Generation, dims, j.rows[i:min(i+256, len(j.rows))], 1); err != nil {
+						return err
+					}
+				}
+				// As the ingestion job does: the document is ready and its
+				// words join the knowledge base's counts.
+				if err := e.store.FinishIngest(gctx, doc.ID, ""); err != nil {
+					return err
+				}
+				mu.Lock()
+				store += time.Since(t1)
+				before := stored
+				stored += len(j.rows)
+				if stored/10_000 != before/10_000 {
+					fmt.Fprintf(w, "  … %d chunks stored, %.0f s\n", stored, time.Since(t00).Seconds())
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
-	fmt.Fprintf(w, "ingest (excluding embedding): read+chunk %.0f chunks/s, store (COPY + indexes) %.0f chunks/s, together %.0f chunks/s\n",
-		float64(stored)/readSplit.Seconds(), float64(stored)/store.Seconds(), float64(stored)/(readSplit+store).Seconds())
-	if bulk {
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	wall := time.Since(t00)
+	fmt.Fprintf(w, "ingest (excluding embedding): read+chunk %.0f chunks/s, store (COPY + indexes) %.0f chunks/s per writer, together (wall clock) %.0f chunks/s\n",
+		float64(stored)/readSplit.Seconds(), float64(stored)/store.Seconds()*float64(o.writers), float64(stored)/wall.Seconds())
+	if o.bulk {
 		t0 := time.Now()
 		conn, err := e.store.Pool.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		for _, q := range []string{"SET maintenance_work_mem = '2GB'", "SET max_parallel_maintenance_workers = 1",
-			fmt.Sprintf("CREATE INDEX %[1]s ON kb_chunks USING hnsw ((embedding::vector(%[2]d)) vector_cosine_ops) WHERE dims = %[2]d", index, dims)} {
+		for _, q := range []string{"SET maintenance_work_mem = '2GB'", "SET max_parallel_maintenance_workers = 1", ddl} {
 			if _, err := conn.Exec(ctx, q); err != nil {
 				conn.Release()
 				return err
@@ -121,13 +189,28 @@ func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, querie
 		conn.Release()
 		fmt.Fprintf(w, "HNSW index built after loading (bulk mode, so the store rate above excludes it): %.0f s\n", time.Since(t0).Seconds())
 	}
-	if _, err := e.store.Pool.Exec(ctx, "ANALYZE kb_chunks"); err != nil {
+	if _, err := e.store.Pool.Exec(ctx, "ANALYZE kb_chunks, kb_documents"); err != nil {
 		return err
 	}
 
 	kb, err = e.store.KB(ctx, e.user.ID, kb.ID)
 	if err != nil {
 		return err
+	}
+	if !o.oldIndex {
+		// Numbers of a query that does not use the index would say nothing
+		// about it.
+		if err := usesIndex(ctx, e, kb, index); err != nil {
+			return err
+		}
+	}
+	if o.recallQueries > 0 {
+		if err := measureRecall(ctx, w, e, kb, vocab, o.recallQueries, o.oldIndex); err != nil {
+			return err
+		}
+	}
+	if o.oldIndex {
+		return nil // the product's query does not use this index
 	}
 	var full, vec, txt []time.Duration
 	for i := 0; i < queries; i++ {
@@ -160,4 +243,110 @@ func report(w io.Writer, what string, ds []time.Duration) {
 	slices.Sort(ds)
 	p := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))].Microseconds()) / 1000 }
 	fmt.Fprintf(w, "  %-62s p50 %7.2f ms  p95 %7.2f ms  max %7.2f ms\n", what, p(0.5), p(0.95), p(1))
+}
+
+// measureRecall compares, for q random questions, the vector index's top 10
+// with the exact top 10 (a sequential scan in full precision): recall@10,
+// with the limit Weft's retrieval asks for (60 candidates: ef_search 120)
+// and with the smallest ef_search it sets (40, a limit of 10 or fewer).
+func measureRecall(ctx context.Context, w io.Writer, e *env, kb db.KnowledgeBase, vocab words, q int, oldIndex bool) error {
+	const k = 10
+	limits := []int{60, k}
+	found := make([]int, len(limits))
+	var exactTime time.Duration
+	for i := 0; i < q; i++ {
+		v := fakeollama.Vector(vocab.sentence(4), kb.Dims)
+		t0 := time.Now()
+		var exact []int64
+		err := e.store.InTx(ctx, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET LOCAL enable_indexscan = off"); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT id FROM kb_chunks WHERE dims = %[1]d AND kb_id = $2
+				ORDER BY embedding::vector(%[1]d) <=> $1::vector(%[1]d) LIMIT %[2]d`, kb.Dims, k), pgvector.NewVector(v), kb.ID)
+			if err != nil {
+				return err
+			}
+			exact, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		exactTime += time.Since(t0)
+		want := map[int64]bool{}
+		for _, id := range exact {
+			want[id] = true
+		}
+		for j, limit := range limits {
+			got, err := indexTop(ctx, e, kb, v, limit, oldIndex)
+			if err != nil {
+				return err
+			}
+			for _, id := range got[:min(k, len(got))] {
+				if want[id] {
+					found[j]++
+				}
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nrecall@10 of the vector index (%d questions; exact top 10 by a sequential scan, %.0f ms each):\n", q, exactTime.Seconds()*1000/float64(q))
+	for j, limit := range limits {
+		fmt.Fprintf(w, "  limit %2d (ef_search %3d): %.3f\n", limit, max(40, 2*limit), float64(found[j])/float64(q*k))
+	}
+	return nil
+}
+
+// indexTop is the vector query's result ids: the product's (VectorSearch),
+// or for the index before issue 14 the same query over vector(N).
+func indexTop(ctx context.Context, e *env, kb db.KnowledgeBase, v []float32, limit int, oldIndex bool) ([]int64, error) {
+	if !oldIndex {
+		hits, err := e.store.VectorSearch(ctx, e.user.ID, kb, v, limit)
+		ids := make([]int64, len(hits))
+		for i, h := range hits {
+			ids[i] = h.ChunkID
+		}
+		return ids, err
+	}
+	var ids []int64
+	err := e.store.InTx(ctx, func(tx pgx.Tx) error {
+		for _, set := range []string{"SET LOCAL hnsw.iterative_scan = strict_order", fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", max(40, 2*limit))} {
+			if _, err := tx.Exec(ctx, set); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT id FROM kb_chunks WHERE dims = %[1]d AND kb_id = $2
+			ORDER BY embedding::vector(%[1]d) <=> $1::vector(%[1]d) LIMIT $3`, kb.Dims), pgvector.NewVector(v), kb.ID, limit)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	return ids, err
+}
+
+// usesIndex fails unless the product's vector query (as VectorSearch runs
+// it) is an index scan of index.
+func usesIndex(ctx context.Context, e *env, kb db.KnowledgeBase, index string) error {
+	return e.store.InTx(ctx, func(tx pgx.Tx) error {
+		for _, set := range []string{"SET LOCAL hnsw.iterative_scan = strict_order", "SET LOCAL plan_cache_mode = force_custom_plan"} {
+			if _, err := tx.Exec(ctx, set); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN "+db.VectorSearchSQL(kb.Dims), pgvector.NewVector(fakeollama.Vector("a question", kb.Dims)),
+			kb.ID, e.user.ID, kb.Generation, 60)
+		if err != nil {
+			return err
+		}
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if joined := strings.Join(plan, "\n"); !strings.Contains(joined, "Index Scan using "+index) {
+			return fmt.Errorf("the vector query does not use %s:\n%s", index, joined)
+		}
+		return nil
+	})
 }
