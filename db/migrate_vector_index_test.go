@@ -44,11 +44,12 @@ func TestTheVectorIndexMigrationMovesEveryDimensionToTheHalfvecIndexTheQueryUses
 		VALUES ($1, $2, 'points.md', 'x', 1, 'ready') RETURNING id`, kb, u.ID).Scan(&doc); err != nil {
 		t.Fatal(err)
 	}
-	// 400 chunks on a quarter circle in the first two dimensions: enough for
-	// the planner to prefer the index.
+	// 3,000 chunks (enough for the planner to prefer the index) on a
+	// quarter circle in the first two dimensions: the first three far
+	// apart near angle 0, the others from 0.2 on.
 	mustExec(t, store, `INSERT INTO kb_chunks (kb_id, document_id, owner_id, generation, position, text, dims, embedding)
-		SELECT $1, $2, $3, 1, i, 'point ' || i, 3, format('[%s,%s,0.1]', cos(i * 0.0039), sin(i * 0.0039))::vector
-		FROM generate_series(0, 399) i`, kb, doc, u.ID)
+		SELECT $1, $2, $3, 1, i, 'point ' || i, 3, format('[%s,%s,0]', cos(a), sin(a))::vector
+		FROM generate_series(0, 2999) i, LATERAL (SELECT CASE WHEN i < 3 THEN i * 0.05 ELSE 0.2 + i * 0.0004 END AS a) x`, kb, doc, u.ID)
 	if _, err := store.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -88,13 +89,13 @@ func TestTheVectorIndexMigrationMovesEveryDimensionToTheHalfvecIndexTheQueryUses
 		t.Errorf("the code's index: %s", defs[db.VectorIndexName(7)])
 	}
 
-	q := []float32{1, 0, 0.1}
+	q := []float32{1, 0, 0}
 	tx, err := store.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	for _, set := range []string{"ANALYZE kb_chunks", "SET LOCAL enable_seqscan = off", "SET LOCAL hnsw.iterative_scan = strict_order"} {
+	for _, set := range []string{"ANALYZE kb_chunks, kb_documents", "SET LOCAL hnsw.iterative_scan = strict_order"} {
 		if _, err := tx.Exec(ctx, set); err != nil {
 			t.Fatal(err)
 		}

@@ -75,7 +75,7 @@ func (d *DB) VectorSearch(ctx context.Context, user int64, kb KnowledgeBase, que
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", max(40, 2*limit))); err != nil {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", EfSearch(limit))); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, VectorSearchSQL(kb.Dims), pgvector.NewVector(query), kb.ID, user, kb.Generation, limit)
@@ -87,6 +87,10 @@ func (d *DB) VectorSearch(ctx context.Context, user int64, kb KnowledgeBase, que
 	})
 	return hits, err
 }
+
+// EfSearch is the HNSW candidate list a vector query of limit rows walks
+// with: the recall measured by bench/rag (docs/PERFORMANCE.md) sets it.
+func EfSearch(limit int) int { return max(40, 2*limit) }
 
 // VectorSearchSQL is the vector query for one dimension (exported for the
 // EXPLAIN test): its ORDER BY and WHERE match the partial HNSW index of that
