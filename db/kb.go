@@ -117,7 +117,7 @@ func VectorIndexName(dims int) string { return fmt.Sprintf("kb_chunks_halfvec_%d
 
 // VectorIndexWith are the HNSW build parameters. Migration 015 creates the
 // index with the same ones: keep them equal.
-const VectorIndexWith = "m = 12, ef_construction = 40"
+const VectorIndexWith = "m = 16, ef_construction = 40"
 
 // VectorIndexDDL creates the partial HNSW index of one embedding dimension
 // (cosine distance). The vectors are indexed as halfvec: half the bytes per

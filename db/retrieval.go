@@ -89,8 +89,11 @@ func (d *DB) VectorSearch(ctx context.Context, user int64, kb KnowledgeBase, que
 }
 
 // EfSearch is the HNSW candidate list a vector query of limit rows walks
-// with: the recall measured by bench/rag (docs/PERFORMANCE.md) sets it.
-func EfSearch(limit int) int { return max(40, 2*limit) }
+// with (pgvector takes at most 1,000). The recall bench/rag measures against
+// an exact scan sets it (docs/PERFORMANCE.md, "Ingestion and the vector
+// index"): 120 for Weft's 60 candidates found 76 % of the true 10 nearest
+// over 100k chunks, 400 finds 87–95 %.
+func EfSearch(limit int) int { return min(1000, max(400, 4*limit)) }
 
 // VectorSearchSQL is the vector query for one dimension (exported for the
 // EXPLAIN test): its ORDER BY and WHERE match the partial HNSW index of that

@@ -1,6 +1,6 @@
 -- The vector index over halfvec (issue 14): each embedding dimension's
 -- partial HNSW index, kb_chunks_hnsw_N over embedding::vector(N), becomes
--- kb_chunks_halfvec_N over embedding::halfvec(N) with m = 12,
+-- kb_chunks_halfvec_N over embedding::halfvec(N) with m = 16,
 -- ef_construction = 40 (db.VectorIndexDDL: keep the two equal). Half the
 -- bytes per vector and a smaller candidate list when a chunk is inserted:
 -- ingestion with the index maintained is about three times faster, for the
@@ -24,7 +24,7 @@ BEGIN
         EXECUTE format('DROP INDEX IF EXISTS %I', 'kb_chunks_hnsw_' || n);
         IF n BETWEEN 1 AND 2000 THEN
             EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON kb_chunks USING hnsw ((embedding::halfvec(%s)) halfvec_cosine_ops)'
-                || ' WITH (m = 12, ef_construction = 40) WHERE dims = %s', 'kb_chunks_halfvec_' || n, n, n);
+                || ' WITH (m = 16, ef_construction = 40) WHERE dims = %s', 'kb_chunks_halfvec_' || n, n, n);
         END IF;
     END LOOP;
 END
