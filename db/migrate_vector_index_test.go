@@ -30,8 +30,8 @@ func TestTheVectorIndexMigrationMovesEveryDimensionToTheHalfvecIndexTheQueryUses
 		VALUES ($1, $2, 'Old', 'embedder', 3) RETURNING id`, ws.ID, u.ID).Scan(&kb); err != nil {
 		t.Fatal(err)
 	}
-	// A knowledge base moving to another model (no index for 4 yet: the
-	// old code created it when the move started, this one never did).
+	// A knowledge base moving to another model, whose index for the new
+	// dimension (4) is missing: the migration creates it too.
 	if err := store.Pool.QueryRow(ctx, `INSERT INTO knowledge_bases (workspace_id, owner_id, name, embed_model, dims, pending_model, pending_dims)
 		VALUES ($1, $2, 'Moving', 'embedder', 5, 'other', 4) RETURNING id`, ws.ID, u.ID).Scan(&moving); err != nil {
 		t.Fatal(err)

@@ -172,7 +172,7 @@ func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, querie
 		return err
 	}
 	wall := time.Since(t00)
-	fmt.Fprintf(w, "ingest (excluding embedding): read+chunk %.0f chunks/s, store (COPY + indexes) %.0f chunks/s per writer, together (wall clock) %.0f chunks/s\n",
+	fmt.Fprintf(w, "ingest (excluding embedding): read+chunk %.0f chunks/s, store (COPY + indexes) %.0f chunks/s over all writers, together (wall clock) %.0f chunks/s\n",
 		float64(stored)/readSplit.Seconds(), float64(stored)/store.Seconds()*float64(o.writers), float64(stored)/wall.Seconds())
 	if o.bulk {
 		t0 := time.Now()
@@ -252,13 +252,11 @@ func report(w io.Writer, what string, ds []time.Duration) {
 	fmt.Fprintf(w, "  %-62s p50 %7.2f ms  p95 %7.2f ms  max %7.2f ms\n", what, p(0.5), p(0.95), p(1))
 }
 
-// measureRecall compares, for q random questions, the vector index's top 10
+// measureRecall compares, for q random queries, the vector index's top 10
 // with the exact top 10 (a sequential scan in full precision): recall@10,
-// with the limit Weft's retrieval asks for (60 candidates: ef_search 120)
-// and with the smallest ef_search it sets (40, a limit of 10 or fewer).
-// The lexical test vectors tie often (two chunks sharing the question's one
-// word at the same weight): a result as near as the exact 10th counts as
-// found; the share of the very ids is reported beside it.
+// for VectorSearch at the limit Weft's retrieval asks for (60 candidates)
+// and for its query at other ef_search. A result as near as the exact 10th
+// counts as found (ties); the share of the very ids is reported beside it.
 func measureRecall(ctx context.Context, w io.Writer, e *env, kb db.KnowledgeBase, what string, query func() string, q int, oldIndex bool) error {
 	const k = 10
 	// What VectorSearch does at the limit Weft's retrieval asks for (60

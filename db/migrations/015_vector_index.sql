@@ -2,9 +2,10 @@
 -- partial HNSW index, kb_chunks_hnsw_N over embedding::vector(N), becomes
 -- kb_chunks_halfvec_N over embedding::halfvec(N) with m = 16,
 -- ef_construction = 40 (db.VectorIndexDDL: keep the two equal). Half the
--- bytes per vector and a smaller candidate list when a chunk is inserted:
--- ingestion with the index maintained is about three times faster, for the
--- same recall (docs/PERFORMANCE.md). The stored vectors stay full precision.
+-- bytes per vector, and a shorter candidate list when a chunk is inserted:
+-- inserting with the index maintained is about 1.3 times faster, for the
+-- same recall (docs/PERFORMANCE.md, "Ingestion and the vector index"). The
+-- stored vectors stay full precision.
 --
 -- Every dimension that had an index, or that a knowledge base uses or is
 -- moving to, gets the new one; the build reads every chunk of that
