@@ -59,7 +59,7 @@ bench: deps-run ## load-test Weft against a fake model (~5 min; BENCHFLAGS=... p
 	$(GO) run ./bench/load -out bench/results/latest.txt $(BENCHFLAGS)
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem ./views/ ./internal/fakeollama/ ./handlers/ 2>&1 \
 	  | grep -E '^(goos|goarch|pkg|cpu|Benchmark|ok|PASS|FAIL|---|panic)' | tee bench/results/gobench.txt
-	$(GO) run ./bench/rag -mode bench -chunks 100000 -out bench/results/rag-100k.txt $(RAGBENCHFLAGS)
+	$(GO) run ./bench/rag -mode bench -chunks 100000 -writers 2 -out bench/results/rag-100k.txt $(RAGBENCHFLAGS)
 
 .PHONY: eval-rag
 eval-rag: deps-eval ## retrieval quality of vector, text and hybrid search on rag/testdata/eval and rag/testdata/eval-python

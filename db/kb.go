@@ -106,20 +106,40 @@ func (d *DB) CreateKB(ctx context.Context, user, workspace int64, in KBInput) (K
 	return kb, mapErr(err)
 }
 
-// MaxDims is the largest embedding an HNSW index of pgvector's vector type
-// takes.
+// MaxDims is the largest embedding Weft indexes. pgvector's HNSW index takes
+// 2,000 dimensions of its vector type and 4,000 of halfvec, the index's
+// type now; 2,000 stays the limit users were told.
 const MaxDims = 2000
 
-// ensureVectorIndex creates the partial HNSW index for one embedding
-// dimension (cosine distance) if it does not exist yet. Every retrieval query
-// for that dimension names the same expression and predicate, so it is used.
+// VectorIndexName is the partial HNSW index of one embedding dimension.
+// (Before migration 015 they were kb_chunks_hnsw_N, over vector(N).)
+func VectorIndexName(dims int) string { return fmt.Sprintf("kb_chunks_halfvec_%d", dims) }
+
+// VectorIndexWith are the HNSW build parameters. Migration 015 creates the
+// index with the same ones: keep them equal.
+const VectorIndexWith = "m = 16, ef_construction = 40"
+
+// VectorIndexDDL creates the partial HNSW index of one embedding dimension
+// (cosine distance). The vectors are indexed as halfvec: half the bytes per
+// vector, so half the memory the graph reads while a chunk is inserted or a
+// query walks it, for a recall that stays within noise of the full
+// precision (bench/rag measures it: docs/PERFORMANCE.md). Every retrieval
+// query for that dimension names the same expression and predicate
+// (VectorSearchSQL), so it is used.
+func VectorIndexDDL(dims int) string {
+	// dims is an int: formatting it into DDL cannot inject anything.
+	return fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s ON kb_chunks
+		USING hnsw ((embedding::halfvec(%[2]d)) halfvec_cosine_ops) WITH (%[3]s) WHERE dims = %[2]d`,
+		VectorIndexName(dims), dims, VectorIndexWith)
+}
+
+// ensureVectorIndex creates the vector index for one embedding dimension if
+// it does not exist yet.
 func ensureVectorIndex(ctx context.Context, q querier, dims int) error {
 	if dims <= 0 || dims > MaxDims {
 		return fmt.Errorf("db: embedding dimension %d out of range", dims)
 	}
-	// dims is an int: formatting it into DDL cannot inject anything.
-	_, err := q.Exec(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS kb_chunks_hnsw_%[1]d ON kb_chunks
-		USING hnsw ((embedding::vector(%[1]d)) vector_cosine_ops) WHERE dims = %[1]d`, dims))
+	_, err := q.Exec(ctx, VectorIndexDDL(dims))
 	return err
 }
 

@@ -240,7 +240,7 @@ func TestTheVectorQueryUsesTheHNSWIndexAndFiltersDoNotStarveIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if joined := strings.Join(plan, "\n"); !strings.Contains(joined, fmt.Sprintf("Index Scan using kb_chunks_hnsw_%d", other.Dims)) {
+	if joined := strings.Join(plan, "\n"); !strings.Contains(joined, "Index Scan using "+db.VectorIndexName(other.Dims)) {
 		t.Errorf("the vector query does not use the HNSW index:\n%s", joined)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"weft/db"
 )
 
@@ -152,19 +154,38 @@ func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, wo
 		}
 		return r
 	}
+	// The text query needs no embedding: it runs while the question is
+	// embedded and the vector query runs (for that moment the search holds
+	// two of the pool's connections). The first error cancels the other
+	// side and is the one returned (errgroup).
+	var vhits []db.ChunkHit
+	var thits []db.TextHit
+	g, gctx := errgroup.WithContext(ctx)
+	if q.Mode != VectorOnly {
+		g.Go(func() error {
+			var err error
+			thits, err = s.store.TextSearch(gctx, q.User, kb, words, n)
+			return err
+		})
+	}
 	if q.Mode != TextOnly {
-		ectx, cancel := context.WithTimeout(ctx, time.Minute)
-		vs, err := s.embed(ectx, kb.EmbedModel, []string{q.Text})
-		cancel()
-		if err != nil {
-			return nil, SearchError{Msg: ErrSearch.Error() + ": " + s.describeEmbedError(err, kb.EmbedModel)}
-		}
-		hits, err := s.store.VectorSearch(ctx, q.User, kb, vs[0], n)
-		if err != nil {
-			return nil, err
-		}
-		lo, hi := scoreRange(hits)
-		for i, h := range hits {
+		g.Go(func() error {
+			ectx, cancel := context.WithTimeout(gctx, time.Minute)
+			vs, err := s.embed(ectx, kb.EmbedModel, []string{q.Text})
+			cancel()
+			if err != nil {
+				return SearchError{Msg: ErrSearch.Error() + ": " + s.describeEmbedError(err, kb.EmbedModel)}
+			}
+			vhits, err = s.store.VectorSearch(gctx, q.User, kb, vs[0], n)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if q.Mode != TextOnly {
+		lo, hi := scoreRange(vhits)
+		for i, h := range vhits {
 			r := add(h)
 			r.VectorRank, r.Similarity = i+1, h.Score
 			r.VectorPart = q.VectorWeight * (h.Score - lo) / (hi - lo)
@@ -174,19 +195,13 @@ func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, wo
 			}
 		}
 	}
-	if q.Mode != VectorOnly {
-		hits, err := s.store.TextSearch(ctx, q.User, kb, words, n)
-		if err != nil {
-			return nil, err
-		}
-		tlo, thi := scoreRange(textHits(hits))
-		for i, h := range hits {
-			r := add(h.ChunkHit)
-			r.TextRank, r.TextScore, r.TextWhy = i+1, h.Score, h.Why
-			r.TextPart = (h.Score - tlo) / (thi - tlo)
-			r.Fused += r.TextPart
-			r.Relevant = true
-		}
+	tlo, thi := scoreRange(textHits(thits))
+	for i, h := range thits {
+		r := add(h.ChunkHit)
+		r.TextRank, r.TextScore, r.TextWhy = i+1, h.Score, h.Why
+		r.TextPart = (h.Score - tlo) / (thi - tlo)
+		r.Fused += r.TextPart
+		r.Relevant = true
 	}
 	out := make([]Result, 0, len(order))
 	for _, id := range order {

@@ -44,6 +44,10 @@ func main() {
 	chunks := flag.Int("chunks", 100_000, "bench: chunks in the knowledge base")
 	queries := flag.Int("queries", 200, "bench: retrieval queries timed")
 	bulk := flag.Bool("bulk", false, "bench: build the HNSW index after loading instead of maintaining it (for -chunks 1000000)")
+	writers := flag.Int("writers", 1, "bench: documents stored at once (the job queue runs 2 ingestion jobs by default)")
+	indexWith := flag.String("index-with", "", "bench: the vector index's build parameters instead of Weft's (e.g. \"m = 16, ef_construction = 64\")")
+	oldIndex := flag.Bool("old-index", false, "bench: the vector index before issue 14 (vector, pgvector's defaults); ingestion and recall only")
+	recall := flag.Int("recall", 100, "bench: questions the vector index's recall@10 is measured with (0: none)")
 	out := flag.String("out", "", "also write the report here")
 	weights := flag.String("weights", "1,0.5,0.3,0.15", "eval: vector weights of the hybrid variants (comma-separated)")
 	pyset := flag.String("pyset", "rag/testdata/eval-python", "eval, check-eval: the second set (questions.json, pages.txt)")
@@ -85,7 +89,8 @@ func main() {
 	case "baseline":
 		err = baseline(ctx, w, e, *pyset, *pyroot)
 	case "bench":
-		err = benchmark(ctx, w, e, *model, *chunks, *queries, *bulk)
+		err = benchmark(ctx, w, e, *model, *chunks, *queries,
+			benchOptions{bulk: *bulk, writers: max(1, *writers), indexWith: *indexWith, oldIndex: *oldIndex, recallQueries: *recall})
 	default:
 		err = fmt.Errorf("unknown -mode %q", *mode)
 	}
