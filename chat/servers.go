@@ -127,7 +127,7 @@ type server struct {
 	inflight int
 	served   int64 // requests sent to it
 	checked  time.Time
-	lastErr  string
+	lastErr  error // why it is out
 }
 
 // ServersConfig tunes Servers.
@@ -254,13 +254,13 @@ func (p *Servers) refreshLocked(ctx context.Context) {
 				if s.up {
 					slog.Warn("model server not answering: taken out", "server", s.url.String(), "err", err)
 				}
-				s.up, s.lastErr = false, err.Error()
+				s.up, s.lastErr = false, err
 				return
 			}
 			if !s.up {
 				slog.Info("model server answering again: put back", "server", s.url.String())
 			}
-			s.up, s.known, s.lastErr = true, true, ""
+			s.up, s.known, s.lastErr = true, true, nil
 			s.list = list.Models
 			s.models = make(map[string]bool, len(list.Models))
 			for _, m := range list.Models {
@@ -297,7 +297,7 @@ func (p *Servers) List(ctx context.Context) (*api.ListResponse, error) {
 	out := &api.ListResponse{}
 	seen := map[string]bool{}
 	var down []string
-	var lastErr string
+	var lastErr error
 	for _, s := range p.servers {
 		if !s.up {
 			down, lastErr = append(down, s.url.String()), s.lastErr
@@ -311,7 +311,7 @@ func (p *Servers) List(ctx context.Context) (*api.ListResponse, error) {
 		}
 	}
 	if len(down) == len(p.servers) {
-		return nil, &UnreachableError{Servers: down, Err: errors.New(lastErr)}
+		return nil, &UnreachableError{Servers: down, Err: lastErr}
 	}
 	return out, nil
 }
@@ -350,7 +350,10 @@ func (p *Servers) Status() []ServerStatus {
 	out := make([]ServerStatus, len(p.servers))
 	for i, s := range p.servers {
 		st := ServerStatus{Name: s.name, URL: s.url.String(), Up: s.up, Known: s.known, InFlight: s.inflight,
-			Served: s.served, Checked: s.checked, Error: s.lastErr}
+			Served: s.served, Checked: s.checked}
+		if s.lastErr != nil {
+			st.Error = s.lastErr.Error()
+		}
 		for _, m := range s.list {
 			st.Models = append(st.Models, m.Name)
 		}
@@ -409,10 +412,10 @@ func (p *Servers) do(ctx context.Context, model string, call func(*OllamaClient)
 		switch {
 		case reached && !s.up:
 			slog.Info("model server answering again: put back", "server", s.url.String())
-			s.up, s.lastErr = true, ""
+			s.up, s.lastErr = true, nil
 		case !reached && ctx.Err() == nil && s.up:
 			slog.Warn("model server not answering: taken out", "server", s.url.String(), "err", err)
-			s.up, s.lastErr = false, err.Error()
+			s.up, s.lastErr = false, err
 		}
 		p.mu.Unlock()
 		if reached || delivered || ctx.Err() != nil {
