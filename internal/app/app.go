@@ -33,8 +33,8 @@ type Config struct {
 	// serve as one (chat.Servers), each model by the servers that have it.
 	Ollama       []*url.URL
 	Servers      chat.ServersConfig // tunes several servers
-	DefaultModel string   // WEFT_DEFAULT_MODEL
-	MaxCtx       int      // WEFT_MAX_NUM_CTX: the largest num_ctx asked for (0: the models' own)
+	DefaultModel string             // WEFT_DEFAULT_MODEL
+	MaxCtx       int                // WEFT_MAX_NUM_CTX: the largest num_ctx asked for (0: the models' own)
 	// DataDir holds the media blobs and the agent's workspace roots, unless
 	// Media.DataDir or Agent.DataDir name other places.
 	DataDir string

@@ -32,9 +32,9 @@ type Options struct {
 	// several), tuned by Servers.
 	MoreFakes []*fakeollama.Server
 	Servers   chat.ServersConfig
-	RAG          rag.Config
-	Agent        agent.Config // DataDir "" : a temporary directory
-	Media        media.Config // DataDir "" : a temporary directory
+	RAG       rag.Config
+	Agent     agent.Config // DataDir "" : a temporary directory
+	Media     media.Config // DataDir "" : a temporary directory
 	// Fetch replaces the agent's web fetch (nil: the real, SSRF-safe one).
 	Fetch func(ctx context.Context, url string) (agent.FetchResult, error)
 }
