@@ -105,8 +105,9 @@ type Servers struct {
 	// next breaks ties between equally busy servers, in turn.
 	next int
 
-	refreshMu   sync.Mutex // one reading of the lists at a time
-	refreshedAt time.Time  // under refreshMu
+	readMu  sync.Mutex    // guards reading and readAt
+	reading chan struct{} // closed when the reading of the lists under way ends
+	readAt  time.Time     // when the last reading ended
 
 	life   sync.Mutex // guards cancel, done and closed
 	cancel context.CancelFunc
@@ -136,7 +137,8 @@ type ServersConfig struct {
 	// 10 s); a server that stopped answering is back at most this long
 	// after it recovers.
 	Interval time.Duration
-	// ProbeTimeout bounds one server's /api/tags (default 3 s).
+	// ProbeTimeout bounds one server's /api/tags (default 2 s: the
+	// catalogue gives its List and Shows 3 s in all).
 	ProbeTimeout time.Duration
 }
 
@@ -147,7 +149,7 @@ func NewServers(urls []*url.URL, cfg ServersConfig) *Servers {
 		cfg.Interval = 10 * time.Second
 	}
 	if cfg.ProbeTimeout <= 0 {
-		cfg.ProbeTimeout = 3 * time.Second
+		cfg.ProbeTimeout = 2 * time.Second
 	}
 	p := &Servers{interval: cfg.Interval, probe: cfg.ProbeTimeout}
 	names := serverNames(urls)
@@ -230,14 +232,41 @@ func (p *Servers) Close() {
 
 // Refresh reads every server's model list (at once, each bounded by
 // ProbeTimeout): a server that answers is in, with its models; one that
-// does not is out. A ctx that ends first changes nothing.
-func (p *Servers) Refresh(ctx context.Context) {
-	p.refreshMu.Lock()
-	defer p.refreshMu.Unlock()
-	p.refreshLocked(ctx)
+// does not is out. A reading already under way is waited for, then the
+// lists are read again. A ctx that ends first changes nothing.
+func (p *Servers) Refresh(ctx context.Context) { p.refresh(ctx, false) }
+
+// refresh reads the lists, or with join takes the result of a reading
+// already under way.
+func (p *Servers) refresh(ctx context.Context, join bool) {
+	for {
+		p.readMu.Lock()
+		running := p.reading
+		if running == nil {
+			running = make(chan struct{})
+			p.reading = running
+			p.readMu.Unlock()
+			p.read(ctx)
+			p.readMu.Lock()
+			p.reading, p.readAt = nil, time.Now()
+			p.readMu.Unlock()
+			close(running)
+			return
+		}
+		p.readMu.Unlock()
+		select {
+		case <-running:
+		case <-ctx.Done():
+			return
+		}
+		if join {
+			return
+		}
+	}
 }
 
-func (p *Servers) refreshLocked(ctx context.Context) {
+// read reads every server's list.
+func (p *Servers) read(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, s := range p.servers {
 		wg.Go(func() {
@@ -269,29 +298,27 @@ func (p *Servers) refreshLocked(ctx context.Context) {
 		})
 	}
 	wg.Wait()
-	p.refreshedAt = time.Now()
 }
 
 // refreshSoon reads the lists again unless they were read less than a
 // second ago: for a model no server is known to have (just pulled, or
 // the lists not read yet).
 func (p *Servers) refreshSoon(ctx context.Context) {
-	p.refreshMu.Lock()
-	defer p.refreshMu.Unlock()
-	if time.Since(p.refreshedAt) < time.Second {
-		return
+	p.readMu.Lock()
+	recent := p.reading == nil && time.Since(p.readAt) < time.Second
+	p.readMu.Unlock()
+	if !recent {
+		p.refresh(ctx, true)
 	}
-	p.refreshLocked(ctx)
 }
 
-// List reads every server's list and returns their union: a model on
-// several servers once (as the first server lists it). It fails only
-// when no server answers.
+// List reads every server's list (or takes the reading under way) and
+// returns their union: a model on several servers once, as the first
+// server lists it. It fails only when no server answers. The reading is
+// not cut short by ctx, so that its result is kept: it lasts at most
+// ProbeTimeout.
 func (p *Servers) List(ctx context.Context) (*api.ListResponse, error) {
-	p.Refresh(ctx)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	p.refresh(context.WithoutCancel(ctx), true)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := &api.ListResponse{}

@@ -3,6 +3,7 @@ package chat_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -384,5 +385,33 @@ func TestARunOverSeveralServersNamesTheServerThatIsDown(t *testing.T) {
 	run, m = e.wait(sent)
 	if want := "Ollama is not reachable at " + a.URL + ". "; run.Status != db.RunFailed || !strings.HasPrefix(m.Error, want) {
 		t.Fatalf("only-a with a down: run %s, error %q, want it to start %q", run.Status, m.Error, want)
+	}
+}
+
+// A server that takes connections and never answers (a hung box) is out
+// after ProbeTimeout; the catalogue still lists the other's models.
+func TestServersLeaveOutAServerThatHangs(t *testing.T) {
+	t.Parallel()
+	hung, err := net.Listen("tcp", "127.0.0.1:0") // never accepts: connections wait in its backlog
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hung.Close() })
+	b := fakeollama.New(t, models("tiny"))
+	ub, _ := url.Parse(b.URL)
+	p := chat.NewServers([]*url.URL{{Scheme: "http", Host: hung.Addr().String()}, ub}, chat.ServersConfig{ProbeTimeout: 200 * time.Millisecond})
+	t.Cleanup(p.Close)
+	m := chat.NewModels(p, p.Hosts(), "", 0)
+	if names := m.ChatModels(context.Background()); !slices.Equal(names, []string{"tiny:latest"}) {
+		t.Fatalf("chat models with one server hung = %v", names)
+	}
+	if pr := m.Problem(context.Background()); pr != "" {
+		t.Fatalf("problem with one of two servers hung: %q", pr)
+	}
+	if st := p.Status(); st[0].Up || !st[1].Up {
+		t.Fatalf("status: %+v", st)
+	}
+	if text, err := say(t, p, "tiny", "hello"); err != nil || text != "You said: hello" {
+		t.Fatalf("answer with a server hung: %q, %v", text, err)
 	}
 }
