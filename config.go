@@ -24,7 +24,7 @@ type config struct {
 	addr         string
 	databaseURL  string
 	dataDir      string
-	ollamaHost   *url.URL
+	ollamaHosts  []*url.URL
 	defaultModel string
 	instance     string
 	maxCtx       int
@@ -58,7 +58,6 @@ func loadConfig() (config, error) {
 		addr:         env("WEFT_ADDR", "127.0.0.1:8080"),
 		databaseURL:  os.Getenv("DATABASE_URL"),
 		dataDir:      env("WEFT_DATA_DIR", "./data"),
-		ollamaHost:   envconfig.Host(), // OLLAMA_HOST, read the way Ollama reads it
 		defaultModel: os.Getenv("WEFT_DEFAULT_MODEL"),
 		instance:     os.Getenv("WEFT_INSTANCE_ID"),
 		tlsCert:      os.Getenv("WEFT_TLS_CERT"),
@@ -69,6 +68,15 @@ func loadConfig() (config, error) {
 		metricsToken: os.Getenv("WEFT_METRICS_TOKEN"),
 	}
 	var err error
+	// OLLAMA_HOST: one server read the way Ollama reads it, or several
+	// separated by commas, each read that way.
+	if v := os.Getenv("OLLAMA_HOST"); strings.Contains(v, ",") {
+		if c.ollamaHosts, err = chat.ParseOllamaHosts(v); err != nil {
+			return c, err
+		}
+	} else {
+		c.ollamaHosts = []*url.URL{envconfig.Host()}
+	}
 	if v := os.Getenv("WEFT_PUBLIC_URL"); v != "" {
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
@@ -221,7 +229,7 @@ func s3Config() (*media.S3Config, error) {
 // appConfig maps the environment's settings onto the application's.
 func appConfig(cfg config) app.Config {
 	return app.Config{
-		Ollama:       cfg.ollamaHost,
+		Ollama:       cfg.ollamaHosts,
 		DefaultModel: cfg.defaultModel,
 		MaxCtx:       cfg.maxCtx,
 		DataDir:      cfg.dataDir,

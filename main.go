@@ -117,7 +117,7 @@ func run(cfg config) error {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		slog.Info("weft serving", "addr", "http://"+cfg.addr, "ollama", cfg.ollamaHost.String(), "instance", cfg.instance)
+		slog.Info("weft serving", "addr", "http://"+cfg.addr, "ollama", fmt.Sprint(cfg.ollamaHosts), "instance", cfg.instance)
 		if cfg.tlsCert != "" {
 			errc <- hs.ListenAndServeTLS(cfg.tlsCert, cfg.tlsKey)
 		} else {

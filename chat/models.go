@@ -166,6 +166,31 @@ func canonicalModel(name string) string {
 	return name
 }
 
+// placement is a catalogue over several model servers (Servers): where
+// each model is, and how every server is.
+type placement interface {
+	Where(model string) []string
+	Status() []ServerStatus
+}
+
+// Where names the answering servers that have a model when there are
+// several (nil with one server: it is everywhere).
+func (m *Models) Where(name string) []string {
+	if p, ok := m.client.(placement); ok {
+		return p.Where(name)
+	}
+	return nil
+}
+
+// Servers describes every model server when there are several (nil with
+// one).
+func (m *Models) Servers() []ServerStatus {
+	if p, ok := m.client.(placement); ok {
+		return p.Status()
+	}
+	return nil
+}
+
 // Problem describes what is wrong with the model server for a banner, or
 // returns "" when it answers.
 func (m *Models) Problem(ctx context.Context) string {

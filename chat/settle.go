@@ -138,7 +138,7 @@ func (rt *Runtime) describe(err error, model string) string {
 		}
 		return fmt.Sprintf("The model server refused the request (HTTP %d).", se.StatusCode)
 	case errors.As(err, &ue), errors.As(err, &ne):
-		return fmt.Sprintf("Ollama is not reachable at %s. Start it with `ollama serve`, or set OLLAMA_HOST to where it runs, then retry.", rt.cfg.OllamaHost)
+		return fmt.Sprintf("Ollama is not reachable at %s. Start it with `ollama serve`, or set OLLAMA_HOST to where it runs, then retry.", unreachableAt(err, rt.cfg.OllamaHost))
 	case errors.As(err, &me) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
 		// An error line in the stream: the model server's words.
 		if msg := usererr.Untrusted(me.Err.Error(), maxServerMessage); msg != "" {
@@ -148,6 +148,17 @@ func (rt *Runtime) describe(err error, model string) string {
 	default:
 		return GenericFailure
 	}
+}
+
+// unreachableAt is where the model server that did not answer is: the
+// servers an *UnreachableError names (those that have the model, with
+// several), else host.
+func unreachableAt(err error, host string) string {
+	var ur *UnreachableError
+	if errors.As(err, &ur) && ur.Where() != "" {
+		return ur.Where()
+	}
+	return host
 }
 
 // GenericFailure is what a user is told about a failure that carries no

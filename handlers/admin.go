@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"weft/chat"
 	"weft/db"
 	"weft/views"
 )
@@ -21,6 +22,9 @@ type admin struct {
 	store settingsStore
 	shell *shell
 	media mediaService
+	// servers describes the model servers when there are several (nil
+	// with one).
+	servers func() []chat.ServerStatus
 }
 
 func (h *admin) show(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +50,11 @@ func (h *admin) show(w http.ResponseWriter, r *http.Request) {
 	if !rep.At.IsZero() {
 		ms.GCAt = rep.At.Format("2006-01-02 15:04 MST")
 	}
-	h.shell.page(w, r, http.StatusOK, "Administration", templ.Join(views.AdminPage(mode, prompt, r.URL.Query().Has("saved")), views.AdminMedia(ms)))
+	parts := []templ.Component{views.AdminPage(mode, prompt, r.URL.Query().Has("saved")), views.AdminMedia(ms)}
+	if st := h.servers(); len(st) > 0 {
+		parts = append(parts, views.AdminServers(st))
+	}
+	h.shell.page(w, r, http.StatusOK, "Administration", templ.Join(parts...))
 }
 
 func (h *admin) setSignup(w http.ResponseWriter, r *http.Request) {

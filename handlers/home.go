@@ -59,7 +59,7 @@ func (h *home) render(w http.ResponseWriter, r *http.Request, status int, u db.U
 		serverError(w, r, err)
 		return
 	}
-	c.Action, c.WorkspaceID, c.Models = "/t", ws.ID, s.Models
+	c.Action, c.WorkspaceID, c.Models, c.ModelWhere = "/t", ws.ID, s.Models, s.ModelWhere
 	if err := h.shell.agent.composer(r.Context(), u.ID, ws, nil, &c); err != nil {
 		serverError(w, r, err)
 		return

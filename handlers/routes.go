@@ -180,7 +180,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		kbWeb:      &kbWeb{kbs: kh, web: kb, store: store},
 		agent:      &agentPages{agentTools: tools, shell: shell, rt: rt},
 		media:      &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell},
-		admin:      &admin{store: store, shell: shell, media: med},
+		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -34,6 +35,9 @@ type modelCatalog interface {
 	ChatModels(ctx context.Context) []string
 	Default(ctx context.Context) string
 	Problem(ctx context.Context) string
+	// Where names the servers that have a model when there are several
+	// (nil with one).
+	Where(name string) []string
 }
 
 // shell builds what every signed-in page shows around its main column.
@@ -76,12 +80,28 @@ func (s *shell) build(ctx context.Context, u db.User, ws db.Workspace, activeThr
 	if err != nil {
 		return views.Shell{}, err
 	}
+	models := s.models.ChatModels(ctx)
 	return views.Shell{
 		Title: title, User: u, Workspace: ws, Workspaces: all, Threads: threads,
 		NextPage: sidebarPageURL(ws.ID, next), ActiveID: activeThread,
-		Models: s.models.ChatModels(ctx), Notice: s.models.Problem(ctx),
+		Models: models, ModelWhere: s.where(models), Notice: s.models.Problem(ctx),
 		Flash: s.sessions.PopString(ctx, sessionFlash),
 	}, nil
+}
+
+// where labels each model with the servers it is on, when there are
+// several; nil with one server.
+func (s *shell) where(models []string) map[string]string {
+	var out map[string]string
+	for _, m := range models {
+		if at := s.models.Where(m); len(at) > 0 {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[m] = strings.Join(at, ", ")
+		}
+	}
+	return out
 }
 
 // page renders body as the main column of a signed-in page about the

@@ -79,7 +79,7 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 		More: v.More, OtherBranch: v.OtherBranch, AwaitTitle: v.AwaitTitle, Roles: v.Roles, Usage: v.Usage,
 		ImagesOn: h.media.ImagesEnabled(r.Context()),
 		Composer: views.ComposerData{
-			Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, Model: t.Model, Append: true,
+			Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, ModelWhere: s.ModelWhere, Model: t.Model, Append: true,
 			ThreadID: t.ID, Roles: v.Roles, RoleID: t.RoleID, KBs: v.KBs, Attached: kbIDs(v.Attached),
 			MaxFiles: lim.MaxFiles, MaxFileBytes: lim.MaxFileBytes,
 		}}

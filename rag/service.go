@@ -189,7 +189,14 @@ func (s *Service) describeEmbedError(err error, model string) string {
 		// Ollama's words, quoted as untrusted text: cleaned and short.
 		return "The embedding model failed: " + usererr.Untrusted(se.ErrorMessage, 300)
 	default:
-		return fmt.Sprintf("Ollama is not reachable at %s (or stopped answering). Ingestion will retry; start it with `ollama serve`.", s.cfg.OllamaHost)
+		host := s.cfg.OllamaHost
+		// With several model servers, the ones that have the model
+		// (chat.UnreachableError).
+		var at interface{ Where() string }
+		if errors.As(err, &at) && at.Where() != "" {
+			host = at.Where()
+		}
+		return fmt.Sprintf("Ollama is not reachable at %s (or stopped answering). Ingestion will retry; start it with `ollama serve`.", host)
 	}
 }
 

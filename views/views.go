@@ -8,6 +8,7 @@ package views
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"weft/chat"
 	"weft/db"
@@ -23,9 +24,10 @@ type Shell struct {
 	NextPage   string // URL of the next sidebar page, empty on the last
 	ActiveID   int64  // the thread being shown, if any
 	Models     []string
-	Notice     string // a banner (for example: the model server is unreachable)
-	Flash      string // the outcome of the last action (for example a slash command)
-	Search     string // the search box's text
+	ModelWhere map[string]string // the servers a model is on, when there are several ("gpu1, gpu2")
+	Notice     string            // a banner (for example: the model server is unreachable)
+	Flash      string            // the outcome of the last action (for example a slash command)
+	Search     string            // the search box's text
 }
 
 // ComposerData configures the send form.
@@ -33,9 +35,10 @@ type ComposerData struct {
 	Action       string // POST target
 	WorkspaceID  int64
 	Models       []string
-	Model        string // selected
-	Append       bool   // in a thread: htmx appends the reply fragments
-	ThreadID     int64  // the thread the composer writes into (0: a new one)
+	ModelWhere   map[string]string // the servers each model is on, when there are several
+	Model        string            // selected
+	Append       bool              // in a thread: htmx appends the reply fragments
+	ThreadID     int64             // the thread the composer writes into (0: a new one)
 	Roles        []db.Role
 	RoleID       *int64             // the selected role
 	From         int64              // a new thread copies this thread's settings (/new)
@@ -124,4 +127,16 @@ type MediaSettings struct {
 	GCExpired                             int64
 	GCRemoved                             int
 	GCBytes                               int64
+}
+
+// serverError shortens a model server's connection error for the admin
+// page (the whole text is in its title).
+func serverError(s string) string {
+	if i := strings.LastIndex(s, ": "); i >= 0 && i+2 < len(s) {
+		s = s[i+2:]
+	}
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:80]) + "…"
+	}
+	return s
 }

@@ -180,7 +180,7 @@ func setup(ctx context.Context, dbURL, ollama string) (*env, func(), error) {
 	}
 	// Weft as the weft command builds it: ingestion runs on the same job
 	// queue, beside the other parts' queues, as it does in production.
-	a, err := app.New(store, app.Config{Ollama: u, DataDir: dir, Chat: chat.Config{Instance: "bench-rag"},
+	a, err := app.New(store, app.Config{Ollama: []*url.URL{u}, DataDir: dir, Chat: chat.Config{Instance: "bench-rag"},
 		RAG: rag.Config{Workers: 2, EmbedConcurrency: 2}})
 	if err != nil {
 		return nil, cleanup, err

@@ -13,6 +13,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/url"
 	"time"
@@ -28,9 +29,12 @@ import (
 
 // Config is what New needs beyond the database.
 type Config struct {
-	Ollama       *url.URL // the model server (OLLAMA_HOST)
-	DefaultModel string   // WEFT_DEFAULT_MODEL
-	MaxCtx       int      // WEFT_MAX_NUM_CTX: the largest num_ctx asked for (0: the models' own)
+	// Ollama is the model servers (OLLAMA_HOST): one, or several that
+	// serve as one (chat.Servers), each model by the servers that have it.
+	Ollama       []*url.URL
+	Servers      chat.ServersConfig // tunes several servers
+	DefaultModel string             // WEFT_DEFAULT_MODEL
+	MaxCtx       int                // WEFT_MAX_NUM_CTX: the largest num_ctx asked for (0: the models' own)
 	// DataDir holds the media blobs and the agent's workspace roots, unless
 	// Media.DataDir or Agent.DataDir name other places.
 	DataDir string
@@ -50,6 +54,7 @@ type Config struct {
 // App is a built Weft: every service and the HTTP handler over one store.
 type App struct {
 	Store   *db.DB
+	Servers *chat.Servers // the model servers, when there are several (nil: one)
 	Jobs    *jobs.Queue
 	Media   *media.Service
 	RAG     *rag.Service
@@ -61,8 +66,23 @@ type App struct {
 // New builds Weft over store (already migrated). Nothing runs until Start;
 // Close releases what New started even when Start was never called.
 func New(store *db.DB, cfg Config) (*App, error) {
-	host := cfg.Ollama.String()
-	ollama := chat.NewOllamaClient(cfg.Ollama)
+	if len(cfg.Ollama) == 0 {
+		return nil, errors.New("no model server: set OLLAMA_HOST")
+	}
+	// One server is its client, exactly; several are one pool.
+	var ollama interface {
+		chat.Chatter
+		chat.Catalog
+		rag.Embedder
+	}
+	var servers *chat.Servers
+	host := cfg.Ollama[0].String()
+	if len(cfg.Ollama) == 1 {
+		ollama = chat.NewOllamaClient(cfg.Ollama[0])
+	} else {
+		servers = chat.NewServers(cfg.Ollama, cfg.Servers)
+		ollama, host = servers, servers.Hosts()
+	}
 	// Each part has a queue of its own, so that one user's many read-aloud
 	// requests cannot starve everyone's uploads.
 	queue, err := jobs.New(store.Pool, jobs.Config{Queues: map[string]int{
@@ -101,13 +121,16 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	}
 	rt := chat.New(store, ollama, chat.NewModels(ollama, host, cfg.DefaultModel, cfg.MaxCtx), cfg.Chat)
 	srv := handlers.New(cfg.HTTP, store, rt, kb, ag, ms)
-	return &App{Store: store, Jobs: queue, Media: ms, RAG: kb, Agent: ag, RT: rt, Handler: srv}, nil
+	return &App{Store: store, Servers: servers, Jobs: queue, Media: ms, RAG: kb, Agent: ag, RT: rt, Handler: srv}, nil
 }
 
 // Start recovers the runs of this instance's previous life and starts
 // queued ones, then begins working the job queue (ingestion and media jobs
 // left by a previous life resume).
 func (a *App) Start(ctx context.Context) error {
+	if a.Servers != nil {
+		a.Servers.Start()
+	}
 	if err := a.RT.Start(ctx); err != nil {
 		return err
 	}
@@ -141,5 +164,10 @@ func (a *App) Shutdown(ctx context.Context, grace time.Duration) {
 }
 
 // Close stops the handler's background work (session clean-up, the stream
-// sweep). Call it after the HTTP server has drained.
-func (a *App) Close() { a.Handler.Close() }
+// sweep) and the reading of the model servers' lists. Call it after the HTTP server has drained.
+func (a *App) Close() {
+	a.Handler.Close()
+	if a.Servers != nil {
+		a.Servers.Close()
+	}
+}

@@ -28,9 +28,13 @@ type Options struct {
 	Chat         chat.Config
 	Fake         *fakeollama.Server // nil: a fresh fake with its default models
 	DefaultModel string             // WEFT_DEFAULT_MODEL; "" means "tiny"
-	RAG          rag.Config
-	Agent        agent.Config // DataDir "" : a temporary directory
-	Media        media.Config // DataDir "" : a temporary directory
+	// MoreFakes are more model servers next to Fake (OLLAMA_HOST listing
+	// several), tuned by Servers.
+	MoreFakes []*fakeollama.Server
+	Servers   chat.ServersConfig
+	RAG       rag.Config
+	Agent     agent.Config // DataDir "" : a temporary directory
+	Media     media.Config // DataDir "" : a temporary directory
 	// Fetch replaces the agent's web fetch (nil: the real, SSRF-safe one).
 	Fetch func(ctx context.Context, url string) (agent.FetchResult, error)
 }
@@ -75,7 +79,15 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(store, app.Config{Ollama: u, DefaultModel: o.DefaultModel,
+	servers := []*url.URL{u}
+	for _, f := range o.MoreFakes {
+		m, err := url.Parse(f.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers = append(servers, m)
+	}
+	a, err := app.New(store, app.Config{Ollama: servers, Servers: o.Servers, DefaultModel: o.DefaultModel,
 		Chat: o.Chat, RAG: o.RAG, Media: o.Media, Agent: o.Agent, HTTP: o.HTTP, Fetch: o.Fetch})
 	if err != nil {
 		t.Fatalf("build the app: %v", err)
