@@ -235,6 +235,14 @@ func (l *liveRun) markSaved(m progressMark) {
 	}
 }
 
+// rewrite makes the next save write all of the text anew (its rows and
+// the row's text replaced), keeping what is live.
+func (l *liveRun) rewrite() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.savedContent, l.savedThinking, l.restart = 0, 0, true
+}
+
 // reset clears the text so far (an agent round ended in tool calls).
 func (l *liveRun) reset() {
 	l.mu.Lock()

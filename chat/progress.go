@@ -130,12 +130,24 @@ func (w *progressWriter) write(only *liveRun) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	stop, err := w.store.SaveProgress(ctx, parts, ids)
+	stop, broken, err := w.store.SaveProgress(ctx, parts, ids)
 	if err != nil {
 		slog.Warn("save answers' progress", "runs", len(ids), "err", err)
 		return
 	}
+	gap := make(map[int64]bool, len(broken))
+	for _, msg := range broken {
+		gap[msg] = true
+	}
 	for _, m := range marks {
+		if gap[m.lr.msgID] {
+			// Its previous row was lost (an acknowledged asynchronous
+			// commit gone with a PostgreSQL crash): the next round writes
+			// all of its text anew.
+			slog.Warn("an answer's saved progress has a gap; writing it anew", "run", m.lr.id)
+			m.lr.rewrite()
+			continue
+		}
 		m.lr.markSaved(m)
 	}
 	for _, id := range stop {

@@ -56,19 +56,19 @@ type flakyStore struct {
 	calls int
 }
 
-func (f *flakyStore) SaveProgress(ctx context.Context, parts []db.Progress, live []int64) ([]int64, error) {
+func (f *flakyStore) SaveProgress(ctx context.Context, parts []db.Progress, live []int64) ([]int64, []int64, error) {
 	f.mu.Lock()
 	f.calls++
 	n := f.calls
 	f.mu.Unlock()
 	switch n % 4 {
 	case 1:
-		return nil, errors.New("connection refused")
+		return nil, nil, errors.New("connection refused")
 	case 3:
-		if _, err := f.Store.SaveProgress(ctx, parts, live); err != nil {
-			return nil, err
+		if _, _, err := f.Store.SaveProgress(ctx, parts, live); err != nil {
+			return nil, nil, err
 		}
-		return nil, errors.New("connection reset after commit")
+		return nil, nil, errors.New("connection reset after commit")
 	}
 	return f.Store.SaveProgress(ctx, parts, live)
 }

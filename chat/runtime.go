@@ -25,7 +25,7 @@ type Store interface {
 	Message(ctx context.Context, user, id int64) (db.Message, error)
 	ClaimNextRun(ctx context.Context, thread int64, instance string, userCap int) (db.Run, bool, error)
 	ThreadsWithQueuedRuns(ctx context.Context, owner int64) ([]int64, error)
-	SaveProgress(ctx context.Context, parts []db.Progress, live []int64) (stop []int64, err error)
+	SaveProgress(ctx context.Context, parts []db.Progress, live []int64) (stop, broken []int64, err error)
 	FinishRun(ctx context.Context, run, msg int64, f db.Finish) (db.Message, error)
 	CancelRun(ctx context.Context, user, id int64) (db.Run, error)
 	Thread(ctx context.Context, user, id int64) (db.Thread, error)

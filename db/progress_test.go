@@ -51,7 +51,7 @@ func TestProgressAppendsOnlyTheNewTextAndEveryReaderSeesTheWholeAnswer(t *testin
 		{Message: msg, Seq: 3, Content: "so far."},
 	}
 	for _, p := range saves {
-		stop, err := store.SaveProgress(ctx, []db.Progress{p}, []int64{sent.Run.ID})
+		stop, _, err := store.SaveProgress(ctx, []db.Progress{p}, []int64{sent.Run.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestProgressAppendsOnlyTheNewTextAndEveryReaderSeesTheWholeAnswer(t *testin
 		t.Fatalf("after the final write: %d progress rows, %q / %q", rows, final.Content, final.Metadata.Thinking)
 	}
 	// A late save of a settled answer writes nothing.
-	if _, err := store.SaveProgress(ctx, []db.Progress{{Message: msg, Seq: 4, Content: "late"}}, []int64{sent.Run.ID}); err != nil {
+	if _, _, err := store.SaveProgress(ctx, []db.Progress{{Message: msg, Seq: 4, Content: "late"}}, []int64{sent.Run.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if rows, _ := progressRows(t, store, msg); rows != 0 || mustMessage(t, store, u.ID, msg).Content != want.String() {
@@ -121,7 +121,7 @@ func TestARetriedSaveReplacesItsRowSoNothingIsDuplicatedOrLost(t *testing.T) {
 	msg := sent.Assistant.ID
 	save := func(p db.Progress) {
 		t.Helper()
-		if _, err := store.SaveProgress(ctx, []db.Progress{p}, []int64{sent.Run.ID}); err != nil {
+		if _, _, err := store.SaveProgress(ctx, []db.Progress{p}, []int64{sent.Run.ID}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -162,7 +162,7 @@ func TestSaveProgressTellsWhichRunsToStopInTheSameRoundTrip(t *testing.T) {
 		{Message: b.Assistant.ID, Seq: 0, Content: "B"},
 		{Message: c.Assistant.ID, Seq: 0, Content: "C"}, // deleted: skipped, not an error
 	}
-	stop, err := store.SaveProgress(ctx, parts, []int64{a.Run.ID, b.Run.ID, c.Run.ID})
+	stop, _, err := store.SaveProgress(ctx, parts, []int64{a.Run.ID, b.Run.ID, c.Run.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,5 +203,70 @@ func TestARunOfADeadInstanceKeepsItsProgressWhenSettled(t *testing.T) {
 	var found bool
 	if err := store.Pool.QueryRow(ctx, `SELECT search @@ to_tsquery('simple', 'answer') FROM messages WHERE id = $1`, msg).Scan(&found); err != nil || !found {
 		t.Fatalf("the settled answer is not searchable by its text (%v)", err)
+	}
+}
+
+// A row whose asynchronous commit was acknowledged and then lost (a
+// PostgreSQL crash) would leave a gap in the middle of the answer: the
+// next row is refused and its message reported broken, and a restarting
+// row with all the text repairs it.
+func TestARowAfterALostOneIsRefusedAndTheAnswerWrittenAnew(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	ctx := context.Background()
+	u, ws := newUser(t, store, "gap@example.com")
+	sent := send(t, store, u.ID, db.Send{WorkspaceID: ws.ID, Content: "q"})
+	msg := sent.Assistant.ID
+	save := func(p db.Progress) []int64 {
+		t.Helper()
+		_, broken, err := store.SaveProgress(ctx, []db.Progress{p}, []int64{sent.Run.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return broken
+	}
+	if b := save(db.Progress{Message: msg, Seq: 0, Content: "one ", Restart: true}); len(b) != 0 {
+		t.Fatalf("the first row: broken %v", b)
+	}
+	if b := save(db.Progress{Message: msg, Seq: 1, Content: "two "}); len(b) != 0 {
+		t.Fatalf("the second row: broken %v", b)
+	}
+	mustExec(t, store, "DELETE FROM message_progress WHERE message_id = $1 AND seq = 1", msg) // the lost commit
+	if b := save(db.Progress{Message: msg, Seq: 2, Content: "three"}); len(b) != 1 || b[0] != msg {
+		t.Fatalf("a row after a lost one: broken %v, want [%d]", b, msg)
+	}
+	if got := mustMessage(t, store, u.ID, msg).Content; got != "one " {
+		t.Fatalf("the refused row was written: %q", got)
+	}
+	if b := save(db.Progress{Message: msg, Seq: 2, Content: "one two three", Restart: true}); len(b) != 0 {
+		t.Fatalf("the rewrite: broken %v", b)
+	}
+	if got := mustMessage(t, store, u.ID, msg).Content; got != "one two three" {
+		t.Fatalf("after the rewrite: %q", got)
+	}
+	if b := save(db.Progress{Message: msg, Seq: 3, Content: " four"}); len(b) != 0 || mustMessage(t, store, u.ID, msg).Content != "one two three four" {
+		t.Fatalf("after the rewrite, the next row: broken %v, %q", b, mustMessage(t, store, u.ID, msg).Content)
+	}
+	// NUL cannot be stored as text: it is left out, and the round works.
+	if b := save(db.Progress{Message: msg, Seq: 4, Content: " fi\x00ve"}); len(b) != 0 || mustMessage(t, store, u.ID, msg).Content != "one two three four five" {
+		t.Fatalf("a NUL: broken %v, %q", b, mustMessage(t, store, u.ID, msg).Content)
+	}
+}
+
+// A run another instance settled (it took this one for dead) is told to
+// stop at the next round, as a cancelled one is.
+func TestARunSettledElsewhereIsToldToStop(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	ctx := context.Background()
+	u, ws := newUser(t, store, "zombie@example.com")
+	sent := send(t, store, u.ID, db.Send{WorkspaceID: ws.ID, Content: "q"})
+	mustExec(t, store, `UPDATE runs SET status = 'running', instance_id = 'here' WHERE id = $1`, sent.Run.ID)
+	if stop, _, err := store.SaveProgress(ctx, nil, []int64{sent.Run.ID}); err != nil || len(stop) != 0 {
+		t.Fatalf("a running run: stop %v, %v", stop, err)
+	}
+	mustExec(t, store, `UPDATE runs SET status = 'interrupted' WHERE id = $1`, sent.Run.ID)
+	if stop, _, err := store.SaveProgress(ctx, nil, []int64{sent.Run.ID}); err != nil || len(stop) != 1 || stop[0] != sent.Run.ID {
+		t.Fatalf("a run settled elsewhere: stop %v, %v", stop, err)
 	}
 }

@@ -38,7 +38,7 @@ func TestAnAnswerDeletedDuringARoundDoesNotFailTheOtherRunsSave(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		stop, err := store.SaveProgress(ctx, []db.Progress{
+		stop, _, err := store.SaveProgress(ctx, []db.Progress{
 			{Message: a.Assistant.ID, Seq: 0, Content: "A"},
 			{Message: b.Assistant.ID, Seq: 0, Content: "B"},
 		}, []int64{a.Run.ID, b.Run.ID})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -148,20 +149,29 @@ type Progress struct {
 // which of the live runs should stop: someone asked (possibly on another
 // instance), or the run is gone (deleted with its thread or message). One
 // transaction, sent as one batch, committed without waiting for the disk:
-// the run's final write (FinishRun) is synchronous, and progress lost in a
-// crash costs at most one flush of partial text. A message that is no
-// longer streaming (settled elsewhere, or deleted) gets nothing.
-func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (stop []int64, err error) {
+// the run's final write (FinishRun) is synchronous. A message that is no
+// longer streaming (settled elsewhere, or deleted, even by a transaction
+// still committing) gets nothing.
+//
+// broken lists the messages whose row was not written because the row
+// before it (seq - 1) is missing: an asynchronous commit lost when
+// PostgreSQL crashed after saying it succeeded. The caller writes such an
+// answer anew (Restart with all its text), so a lost row never leaves a
+// gap in the middle of the text. NUL bytes, which PostgreSQL text cannot
+// hold, are left out (so one answer's NUL cannot fail every run's round).
+func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (stop, broken []int64, err error) {
 	var restart, msgs []int64
 	var seqs []int32
 	var contents, thinkings []string
+	var restarts []bool
 	for _, p := range parts {
 		if p.Restart {
 			restart = append(restart, p.Message)
 		}
 		if p.Content != "" || p.Thinking != "" {
 			msgs, seqs = append(msgs, p.Message), append(seqs, int32(p.Seq))
-			contents, thinkings = append(contents, p.Content), append(thinkings, p.Thinking)
+			contents, thinkings = append(contents, noNUL(p.Content)), append(thinkings, noNUL(p.Thinking))
+			restarts = append(restarts, p.Restart)
 		}
 	}
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
@@ -172,19 +182,48 @@ func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (
 			b.Queue(`UPDATE messages SET content = '', metadata = metadata - 'thinking', updated_at = now()
 				WHERE id = ANY($1) AND status = 'streaming' AND (content <> '' OR metadata ? 'thinking')`, restart)
 		}
+		written := map[int64]bool{}
 		if len(msgs) > 0 {
+			// The messages are locked (FOR KEY SHARE, in id order) before
+			// their rows go in: a delete still committing is waited for
+			// and its message then skipped, instead of failing the
+			// foreign key and with it every run's round. A row goes in
+			// only after its predecessor (seq - 1), or as a run's first
+			// or restarting row; RETURNING says which did.
 			b.Queue(`INSERT INTO message_progress (message_id, seq, content, thinking)
-				SELECT u.m, u.s, u.c, u.t FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) AS u(m, s, c, t)
-				WHERE EXISTS (SELECT 1 FROM messages WHERE id = u.m AND status = 'streaming')
-				ON CONFLICT (message_id, seq) DO UPDATE SET content = EXCLUDED.content, thinking = EXCLUDED.thinking`,
-				msgs, seqs, contents, thinkings)
+				SELECT u.m, u.s, u.c, u.t
+				FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::bool[]) AS u(m, s, c, t, r)
+					JOIN (SELECT id FROM messages WHERE id = ANY($1) AND status = 'streaming' ORDER BY id FOR KEY SHARE) msg ON msg.id = u.m
+				WHERE u.r OR u.s = 0 OR EXISTS (SELECT 1 FROM message_progress p WHERE p.message_id = u.m AND p.seq = u.s - 1)
+				ON CONFLICT (message_id, seq) DO UPDATE SET content = EXCLUDED.content, thinking = EXCLUDED.thinking
+				RETURNING message_id`,
+				msgs, seqs, contents, thinkings, restarts).Query(func(rows pgx.Rows) error {
+				var id int64
+				_, err := pgx.ForEachRow(rows, []any{&id}, func() error { written[id] = true; return nil })
+				return err
+			})
+			// Which of the unwritten ones are still streaming (the others
+			// were settled or deleted: nothing to repair).
+			b.Queue("SELECT id FROM messages WHERE id = ANY($1) AND status = 'streaming'", msgs).Query(func(rows pgx.Rows) error {
+				var id int64
+				_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+					if !written[id] {
+						broken = append(broken, id)
+					}
+					return nil
+				})
+				return err
+			})
 		}
 		going := make(map[int64]bool, len(live))
-		b.Queue("SELECT id FROM runs WHERE id = ANY($1) AND NOT cancel_requested", live).Query(func(rows pgx.Rows) error {
+		// A run another instance settled meanwhile (it took this one
+		// for dead) stops too, so two runs never write one answer.
+		b.Queue("SELECT id FROM runs WHERE id = ANY($1) AND NOT cancel_requested AND status IN ('running', 'waiting')", live).Query(func(rows pgx.Rows) error {
 			var id int64
 			_, err := pgx.ForEachRow(rows, []any{&id}, func() error { going[id] = true; return nil })
 			return err
 		})
+		broken = broken[:0]
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
@@ -197,9 +236,17 @@ func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return stop, nil
+	return stop, broken, nil
+}
+
+// noNUL is s without NUL bytes, which PostgreSQL text cannot store.
+func noNUL(s string) string {
+	if strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\x00", "")
 }
 
 // progressText folds the progress rows of message $1 into the message
@@ -265,7 +312,7 @@ func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, 
 					|| CASE WHEN $6 = '' THEN '{}'::jsonb ELSE jsonb_build_object('thinking', $6::text) END
 					|| $7::jsonb,
 				updated_at = now()
-			WHERE id = $1 RETURNING `+messageCols, msg, f.Content, f.MsgStatus, f.Error, usage, f.Thinking, extra)
+			WHERE id = $1 RETURNING `+messageCols, msg, noNUL(f.Content), f.MsgStatus, noNUL(f.Error), usage, noNUL(f.Thinking), extra)
 		if err != nil {
 			return err
 		}
