@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -135,6 +136,7 @@ func (d *DB) ThreadsWithQueuedRuns(ctx context.Context, owner int64) ([]int64, e
 // of a flush whose commit was lost sends the same Seq again with at least
 // the same text, and replaces the row (nothing duplicated, nothing lost).
 type Progress struct {
+	Run      int64 // the run writing it: told to other instances (NoteProgress)
 	Message  int64
 	Seq      int
 	Content  string // answer text appended
@@ -152,7 +154,7 @@ type Progress struct {
 // crash costs at most one flush of partial text. A message that is no
 // longer streaming (settled elsewhere, or deleted) gets nothing.
 func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (stop []int64, err error) {
-	var restart, msgs []int64
+	var restart, msgs, noted []int64
 	var seqs []int32
 	var contents, thinkings []string
 	for _, p := range parts {
@@ -162,6 +164,9 @@ func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (
 		if p.Content != "" || p.Thinking != "" {
 			msgs, seqs = append(msgs, p.Message), append(seqs, int32(p.Seq))
 			contents, thinkings = append(contents, p.Content), append(thinkings, p.Thinking)
+		}
+		if p.Run != 0 && (p.Restart || p.Content != "" || p.Thinking != "") {
+			noted = append(noted, p.Run)
 		}
 	}
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
@@ -178,6 +183,10 @@ func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (
 				WHERE EXISTS (SELECT 1 FROM messages WHERE id = u.m AND status = 'streaming')
 				ON CONFLICT (message_id, seq) DO UPDATE SET content = EXCLUDED.content, thinking = EXCLUDED.thinking`,
 				msgs, seqs, contents, thinkings)
+		}
+		if len(noted) > 0 {
+			// Delivered at commit, so a follower elsewhere reads these rows.
+			b.Queue(`SELECT pg_notify($1, 'p ' || r) FROM unnest($2::bigint[]) AS r`, RunChannel, noted)
 		}
 		going := make(map[int64]bool, len(live))
 		b.Queue("SELECT id FROM runs WHERE id = ANY($1) AND NOT cancel_requested", live).Query(func(rows pgx.Rows) error {
@@ -231,12 +240,18 @@ func (d *DB) CancelThreadRuns(ctx context.Context, user, thread int64) ([]int64,
 	if err != nil {
 		return nil, err
 	}
-	var active []int64
+	var active, ended []int64
 	for _, c := range all {
 		if c.Status != RunCancelled {
 			active = append(active, c.ID)
+		} else {
+			ended = append(ended, c.ID)
 		}
 	}
+	// After the commit (one statement, its own): the instances running
+	// these stop them at once, followers of the cancelled ones end.
+	d.notifyAfter(ctx, NoteStop, active)
+	d.notifyAfter(ctx, NoteEnd, ended)
 	return active, nil
 }
 
@@ -257,6 +272,7 @@ type Finish struct {
 // returns the final message.
 func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, error) {
 	var m Message
+	var owner int64
 	usage, extra := f.Usage, f.Meta
 	extra.Usage, extra.Thinking, extra.Raw = Usage{}, "", nil
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -276,11 +292,27 @@ func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, 
 		if _, err := tx.Exec(ctx, "DELETE FROM message_progress WHERE message_id = $1", msg); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE runs SET status = $2, error = $3, usage = $4, finished_at = now() WHERE id = $1`,
-			run, f.RunStatus, f.Error, usage)
+		err = tx.QueryRow(ctx, `UPDATE runs SET status = $2, error = $3, usage = $4, finished_at = now() WHERE id = $1
+			RETURNING owner_id`, run, f.RunStatus, f.Error, usage).Scan(&owner)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // the run went with its thread: nothing to tell
+		}
 		return err
 	})
-	return m, mapErr(err)
+	if err != nil || owner == 0 {
+		return m, mapErr(err)
+	}
+	// After the commit, not in it: a transaction that notifies holds a
+	// lock that serializes all notifying commits, and this one waits for
+	// the disk. Its followers end now; and if the user has runs queued
+	// (behind this one, or behind the cap) an idle instance may start
+	// them (this one tries too: the claim's locks decide).
+	if _, err := d.Pool.Exec(ctx, `SELECT pg_notify($1, 'e ' || $2::bigint),
+			CASE WHEN EXISTS (SELECT 1 FROM runs WHERE status = 'queued' AND owner_id = $3)
+				THEN pg_notify($1, 'q ' || $3::bigint) END`, RunChannel, run, owner); err != nil {
+		slog.Warn("notify a run's end", "run", run, "err", err)
+	}
+	return m, nil
 }
 
 // CancelRun stops one of the user's runs. A queued run is cancelled at once
@@ -301,10 +333,18 @@ func (d *DB) CancelRun(ctx context.Context, user, id int64) (Run, error) {
 			return err
 		}
 		if r.Status == RunCancelled && r.AssistantMessageID != nil {
-			_, err = tx.Exec(ctx, `UPDATE messages SET status = 'cancelled', updated_at = now()
-				WHERE id = $1 AND status = 'streaming'`, *r.AssistantMessageID)
+			if _, err = tx.Exec(ctx, `UPDATE messages SET status = 'cancelled', updated_at = now()
+				WHERE id = $1 AND status = 'streaming'`, *r.AssistantMessageID); err != nil {
+				return err
+			}
 		}
-		return err
+		// In the transaction: the instance running it stops it as soon as
+		// the flag is visible (a queued run's followers end).
+		kind := byte(NoteStop)
+		if !r.Active() {
+			kind = NoteEnd
+		}
+		return notifyRuns(ctx, tx, kind, []int64{r.ID})
 	})
 	return r, mapErr(err)
 }
@@ -364,6 +404,13 @@ func (d *DB) InterruptOrphanedRuns(ctx context.Context, self string, staleAfter 
 		}
 		return nil
 	})
+	if err == nil {
+		ids := make([]int64, len(out))
+		for i, r := range out {
+			ids[i] = r.ID
+		}
+		d.notifyAfter(ctx, NoteEnd, ids)
+	}
 	return out, err
 }
 
@@ -376,4 +423,48 @@ func prefixed(p, cols string) string {
 		out += p + c
 	}
 	return out
+}
+
+// Followed is what a follower on another instance reads of a streaming
+// answer: the progress rows after the last it has, and what tells it that
+// the text was restarted under it.
+type Followed struct {
+	Status  string // the message's (not streaming: read it whole)
+	Base    string // the row's own text (only when read from the start)
+	BaseLen int    // its length in bytes
+	First   int    // the lowest seq of its progress rows (-1: none)
+	Rows    []Progress
+}
+
+// ProgressAfter reads one of the user's messages as a follower does: its
+// progress rows with seq > after in order (after < 0: all of them, with
+// the row's own text), in one statement.
+func (d *DB) ProgressAfter(ctx context.Context, user, msg int64, after int) (Followed, error) {
+	rows, err := d.q().Query(ctx, `SELECT m.status, CASE WHEN $3 < 0 THEN m.content ELSE '' END, octet_length(m.content),
+			COALESCE(f.first, -1), p.seq, p.content, p.thinking
+		FROM messages m JOIN threads t ON t.id = m.thread_id
+		CROSS JOIN LATERAL (SELECT min(seq) AS first FROM message_progress WHERE message_id = m.id) f
+		LEFT JOIN message_progress p ON p.message_id = m.id AND p.seq > $3
+		WHERE m.id = $1 AND t.owner_id = $2 ORDER BY p.seq`, msg, user, after)
+	if err != nil {
+		return Followed{}, err
+	}
+	var out Followed
+	found := false
+	var seq *int32
+	var content, thinking *string
+	_, err = pgx.ForEachRow(rows, []any{&out.Status, &out.Base, &out.BaseLen, &out.First, &seq, &content, &thinking}, func() error {
+		found = true
+		if seq != nil {
+			out.Rows = append(out.Rows, Progress{Message: msg, Seq: int(*seq), Content: *content, Thinking: *thinking})
+		}
+		return nil
+	})
+	if err != nil {
+		return Followed{}, err
+	}
+	if !found {
+		return Followed{}, ErrNotFound
+	}
+	return out, nil
 }
