@@ -154,7 +154,7 @@ func New(store Store, llm Chatter, models *Models, cfg Config) *Runtime {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{store: store, llm: llm, models: models, cfg: cfg, ctx: ctx, cancel: cancel,
 		progress: newProgressWriter(store, cfg.FlushEvery, cfg.FollowedFlushEvery), notes: newNotes(),
-		live:     map[int64]*liveRun{}, titles: map[int64]*titleWait{}}
+		live: map[int64]*liveRun{}, titles: map[int64]*titleWait{}}
 }
 
 // Models returns the model catalogue.
