@@ -307,7 +307,7 @@ func (b *bench) summary() {
 	}
 	if b.cfg.modes["instances"] {
 		r.printf("cross-instance delta p99 < 50 ms:         %s  (p50 %s, p99 %s); Stop across instances p99 %s",
-			verdict(b.crossP99 < 50*time.Millisecond), strings.TrimSpace(ms(b.crossP50)), strings.TrimSpace(ms(b.crossP99)), strings.TrimSpace(ms(b.stopP99)))
+			verdict(b.crossP99 > 0 && b.crossP99 < 50*time.Millisecond), strings.TrimSpace(ms(b.crossP50)), strings.TrimSpace(ms(b.crossP99)), strings.TrimSpace(ms(b.stopP99)))
 	}
 	if b.cfg.modes["idle"] {
 		r.printf("idle RSS < 60 MB:                         %s  (%s)", verdict(float64(b.idleRSS) < 60*1024), mb(b.idleRSS))
