@@ -54,7 +54,8 @@ const (
 // from a fresh snapshot), emit's error, or ctx's when it ends first.
 func (rt *Runtime) Follow(ctx context.Context, user, run int64, shown string, emit func(FollowEvent) error) error {
 	// Ownership first, in one query (no snapshot for one read).
-	if _, err := rt.store.Run(ctx, user, run); err != nil {
+	r, err := rt.store.Run(ctx, user, run)
+	if err != nil {
 		return fmt.Errorf("read run %d: %w", run, err)
 	}
 	f := &follower{rt: rt, ctx: ctx, user: user, run: run, shown: shown, emit: emit,
@@ -65,6 +66,12 @@ func (rt *Runtime) Follow(ctx context.Context, user, run int64, shown string, em
 	local := time.NewTicker(pollLocalEvery)
 	defer local.Stop()
 	var nextFull, nextTell time.Time
+	if r.Status == db.RunRunning && r.InstanceID != rt.cfg.Instance {
+		// Before anything else: the tokens from now on come at the
+		// running instance's fast rounds only once it has heard this.
+		rt.tellFollowing(ctx, run)
+		nextTell = time.Now().Add(followRenew)
+	}
 	full, incremental := true, false
 	for {
 		if snap, events, unsubscribe, ok := rt.Subscribe(run); ok {
@@ -83,7 +90,9 @@ func (rt *Runtime) Follow(ctx context.Context, user, run int64, shown string, em
 			}
 		}
 		full, incremental = false, false
-		if f.msg != 0 && f.shown == db.RunRunning && now.After(nextTell) {
+		if f.shown != db.RunRunning {
+			nextTell = time.Time{} // told again as soon as it runs
+		} else if f.msg != 0 && now.After(nextTell) {
 			// Its instance saves its progress often while we follow.
 			nextTell = now.Add(followRenew)
 			rt.tellFollowing(ctx, run)
