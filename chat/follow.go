@@ -126,17 +126,21 @@ type follower struct {
 	// a restart of its text: the lowest row seen and the row's own text's
 	// length; shownLen is the bytes of answer text reported.
 	msg               int64
+	agent             bool
 	read              bool
 	seq, first        int
 	baseLen, shownLen int
 }
 
-// poll reports what changed of a run that is not live here: the run's row
-// and steps too when whole (a note of its end or stop, a safety round),
-// else only its new progress rows; done says the run ended (and its final
+// poll reports what changed of a run that is not live here: the run's row,
+// steps and whole text when whole (a note of its end or stop, a safety
+// round), else only its new progress rows; done says the run ended (and its final
 // answer was reported).
 func (f *follower) poll(whole bool) (done bool, err error) {
-	if whole || f.msg == 0 {
+	text := whole
+	if whole || f.msg == 0 || f.agent {
+		// (An agent run's steps change without a note of their own: its
+		// row and steps are read at every note.)
 		r, err := f.rt.store.Run(f.ctx, f.user, f.run)
 		if err != nil {
 			return true, fmt.Errorf("read run %d: %w", f.run, err)
@@ -148,6 +152,7 @@ func (f *follower) poll(whole bool) (done bool, err error) {
 			return true, err
 		}
 		if r.Kind == db.RouteAgent {
+			f.agent = true
 			var steps []db.Step
 			err := f.rt.store.ReadSnapshot(f.ctx, func(s *db.DB) error {
 				var err error
@@ -166,10 +171,11 @@ func (f *follower) poll(whole bool) (done bool, err error) {
 		if r.Status == db.RunQueued || r.AssistantMessageID == nil {
 			return false, nil
 		}
-		f.msg = *r.AssistantMessageID
-		whole = true
+		if f.msg == 0 {
+			f.msg, text = *r.AssistantMessageID, true
+		}
 	}
-	return f.progress(whole)
+	return f.progress(text)
 }
 
 // progress reports the answer's progress rows not reported yet (whole: or
