@@ -220,7 +220,8 @@ const progressText = `(SELECT string_agg(content, '' ORDER BY seq) AS c, string_
 // CancelThreadRuns stops every run of one of the user's threads, as Stop
 // does, before the thread is deleted: queued runs are cancelled (so none
 // starts), running and waiting ones get cancel_requested (the instance
-// running one stops it at its next flush). It returns the ids of the runs
+// running one stops it on the stop note sent after the update, or at its
+// next flush). It returns the ids of the runs
 // that were running or waiting, for the runtime to stop the ones it holds.
 func (d *DB) CancelThreadRuns(ctx context.Context, user, thread int64) ([]int64, error) {
 	rows, err := d.q().Query(ctx, `UPDATE runs SET
@@ -317,7 +318,8 @@ func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, 
 
 // CancelRun stops one of the user's runs. A queued run is cancelled at once
 // (with its empty answer); a running one is flagged, and the instance that
-// runs it stops it at its next flush (or at once, when it is local).
+// runs it stops it when it hears the stop note this transaction sends (or
+// at its next flush, should the note be lost).
 func (d *DB) CancelRun(ctx context.Context, user, id int64) (Run, error) {
 	var r Run
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
