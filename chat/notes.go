@@ -14,8 +14,9 @@ import (
 // same transaction (or right after the commit), so a note is never heard
 // before its data can be read:
 //
-//   - progress saved (db.NoteProgress): followers of the run on this
-//     instance read the new rows at once;
+//   - progress saved (db.NoteProgress, only for runs followed elsewhere)
+//     or a queued run started (db.NoteStarted): followers of the run on
+//     this instance read it at once;
 //   - Stop asked (db.NoteStop): the run is stopped here if it is live here;
 //   - the run ended (db.NoteEnd): followers read its final message;
 //   - someone follows the run elsewhere (db.NoteFollow, renewed by the
@@ -104,7 +105,7 @@ func (rt *Runtime) connected() {
 // waits for the database.
 func (rt *Runtime) note(n db.Note) {
 	switch n.Kind {
-	case db.NoteProgress, db.NoteEnd:
+	case db.NoteProgress, db.NoteStarted, db.NoteEnd:
 		rt.notes.wake(n.ID, false)
 	case db.NoteStop:
 		if lr := rt.liveRun(n.ID); lr != nil {

@@ -186,3 +186,32 @@ func TestARunQueuedBehindTheCapStartsOnAnotherInstanceOnceTheSlotIsFreed(t *test
 		t.Fatalf("the second run ended %s with %q", run.Status, m.Content)
 	}
 }
+
+func TestAFollowerOnAnotherInstanceSeesAQueuedRunStartAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, noFlush)
+	other := e.runtime(chat.Config{Instance: "B"})
+	first := e.send(0, "[[slow:20ms]][[tokens:20]]")
+	second := e.send(first.Thread.ID, "[[slow:20ms]][[tokens:20]] queued behind the first")
+	if second.Run.Status != db.RunQueued {
+		t.Fatalf("the second run is %s, want queued", second.Run.Status)
+	}
+	var running time.Time
+	err := other.Follow(context.Background(), e.user.ID, second.Run.ID, "", func(ev chat.FollowEvent) error {
+		if ev.Kind == chat.FollowStatus && ev.Status == db.RunRunning && running.IsZero() {
+			running = time.Now()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := e.wait(second)
+	if running.IsZero() || r.StartedAt == nil {
+		t.Fatal("the follower never reported the queued run running")
+	}
+	// Without the note it would learn at its next safety read (3 s).
+	if lag := running.Sub(*r.StartedAt); lag > time.Second {
+		t.Fatalf("the follower reported the run running %v after it started", lag)
+	}
+}

@@ -196,12 +196,17 @@ func (w *progressWriter) writeRuns(runs []*liveRun, stopping bool) {
 	var marks []progressMark
 	ids := make([]int64, 0, len(runs))
 	byID := make(map[int64]*liveRun, len(runs))
+	w.mu.Lock()
 	for _, lr := range runs {
 		ids, byID[lr.id] = append(ids, lr.id), lr
 		if p, m, ok := lr.unsaved(); ok {
+			if _, followed := w.followed[lr.id]; !followed {
+				p.Run = 0 // nobody elsewhere waits for its note
+			}
 			parts, marks = append(parts, p), append(marks, m)
 		}
 	}
+	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	stop, err := w.store.SaveProgress(ctx, parts, ids)

@@ -21,7 +21,8 @@ const RunChannel = "weft_run"
 
 // Notes on RunChannel: the kind letter, a space, a run or user id.
 const (
-	NoteProgress = 'p' // run: progress rows saved (or the text restarted)
+	NoteProgress = 'p' // run: progress rows saved (or the text restarted), of a run followed elsewhere
+	NoteStarted  = 'r' // run: a queued run started
 	NoteStop     = 's' // run: Stop was asked for
 	NoteEnd      = 'e' // run: it ended (its final message is stored)
 	NoteFollow   = 'f' // run: someone follows it from another instance

@@ -114,8 +114,12 @@ func (d *DB) ClaimNextRun(ctx context.Context, thread int64, instance string, us
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
-		ok = err == nil
-		return err
+		if err != nil {
+			return err
+		}
+		ok = true
+		// Its followers elsewhere (it was queued) see it run.
+		return notifyRuns(ctx, tx, NoteStarted, []int64{r.ID})
 	})
 	return r, ok, mapErr(err)
 }
@@ -136,7 +140,7 @@ func (d *DB) ThreadsWithQueuedRuns(ctx context.Context, owner int64) ([]int64, e
 // of a flush whose commit was lost sends the same Seq again with at least
 // the same text, and replaces the row (nothing duplicated, nothing lost).
 type Progress struct {
-	Run      int64 // the run writing it: told to other instances (NoteProgress)
+	Run      int64 // the run writing it, when other instances follow it (NoteProgress; 0: no note)
 	Message  int64
 	Seq      int
 	Content  string // answer text appended
