@@ -97,8 +97,9 @@ func (rt *Runtime) DeleteMessage(ctx context.Context, user, message int64) (db.D
 
 // DeleteThread removes one of the user's threads after stopping its runs as
 // Stop does: queued ones never start, a running answer's model request is
-// cancelled here, or on the instance running it at its next flush (through
-// cancel_requested, or because the run is gone by then). It returns the
+// cancelled here, or on the instance running it when it hears the stop note
+// (or, should the note be lost, at its next flush: through cancel_requested,
+// or because the run is gone by then). It returns the
 // content hashes of the files the thread released.
 func (rt *Runtime) DeleteThread(ctx context.Context, user, thread int64) ([]string, error) {
 	active, err := rt.store.CancelThreadRuns(ctx, user, thread)

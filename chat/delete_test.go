@@ -58,10 +58,12 @@ func TestDeletingAThreadCancelsItsAnswerAtTheModelAndItsQueuedRunNeverStarts(t *
 }
 
 // answeringOnA has instance A stream a long answer (a few chunks in) and
-// returns a runtime of instance B on the same database.
+// returns a runtime of instance B on the same database. A's own progress
+// rounds (which also find runs gone or asked to stop) are an hour apart:
+// what stops its answer is B's note.
 func answeringOnA(t *testing.T) (*env, *chat.Runtime, db.Sent) {
 	t.Helper()
-	e := newEnv(t, chat.Config{Instance: "A", FlushEvery: 50 * time.Millisecond})
+	e := newEnv(t, chat.Config{Instance: "A", FlushEvery: time.Hour})
 	other := e.runtime(chat.Config{Instance: "B"})
 	sent := e.send(0, "[[slow:20ms]][[tokens:1000]]")
 	if err := e.fake.WaitChunks(context.Background(), 0, 3); err != nil {
@@ -82,8 +84,7 @@ func TestDeletingAThreadOnAnotherInstanceCancelsTheAnswerWhereItRuns(t *testing.
 func TestDeletingAMessageOnAnotherInstanceCancelsTheAnswerBelowItWhereItRuns(t *testing.T) {
 	t.Parallel()
 	e, other, sent := answeringOnA(t)
-	// The run's row goes with the subtree; instance A learns it at its
-	// next flush.
+	// The run's row goes with the subtree; instance A hears of it.
 	if _, err := other.DeleteMessage(context.Background(), e.user.ID, sent.User.ID); err != nil {
 		t.Fatal(err)
 	}

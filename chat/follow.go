@@ -36,37 +36,66 @@ type FollowEvent struct {
 const (
 	followHeartbeat = 15 * time.Second
 	pollLocalEvery  = 50 * time.Millisecond // is a queued run live here yet?
-	pollDBEvery     = time.Second           // state of runs that are not live here
-	maxCoalesce     = 64                    // deltas joined into one event
+	// pollSafetyEvery: a run that is not live here is read when a note
+	// about it arrives (chat/notes.go), and at least this often, should
+	// a note be lost.
+	pollSafetyEvery = 3 * time.Second
+	maxCoalesce     = 64 // deltas joined into one event
 )
 
 // Follow reports one of user's runs to emit from its current state to its
 // end: a run executing here live (deltas that queue up joined, so a slow
 // reader gets fewer, larger events), a run queued or executing on another
-// instance from the database (status, flushed text and agent steps, at
-// flush granularity), and a finished run by its final answer. shown is the
-// status the reader already shows, not sent again. Follow returns nil after
+// instance from the database (status, the text as its progress rows are
+// saved, as deltas, and agent steps; read when that instance's note says
+// so), and a finished run by its final answer. shown is the status the
+// reader already shows, not sent again. Follow returns nil after
 // FollowDone or when a lagging reader is dropped (it reconnects and starts
 // from a fresh snapshot), emit's error, or ctx's when it ends first.
 func (rt *Runtime) Follow(ctx context.Context, user, run int64, shown string, emit func(FollowEvent) error) error {
 	// Ownership first, in one query (no snapshot for one read).
-	if _, err := rt.store.Run(ctx, user, run); err != nil {
+	r, err := rt.store.Run(ctx, user, run)
+	if err != nil {
 		return fmt.Errorf("read run %d: %w", run, err)
 	}
 	f := &follower{rt: rt, ctx: ctx, user: user, run: run, shown: shown, emit: emit,
-		beat: time.NewTicker(followHeartbeat)}
+		beat: time.NewTicker(followHeartbeat), seq: -1, first: -1}
 	defer f.beat.Stop()
-	var nextDB time.Time
+	noted, unwatch := rt.notes.watch(run)
+	defer unwatch()
+	local := time.NewTicker(pollLocalEvery)
+	defer local.Stop()
+	var nextFull, nextTell time.Time
+	if r.Status == db.RunRunning && r.InstanceID != rt.cfg.Instance {
+		// Before anything else: the tokens from now on come at the
+		// running instance's fast rounds only once it has heard this.
+		rt.tellFollowing(ctx, run)
+		nextTell = time.Now().Add(followRenew)
+	}
+	full, incremental := true, false
 	for {
 		if snap, events, unsubscribe, ok := rt.Subscribe(run); ok {
 			defer unsubscribe()
 			return f.live(snap, events)
 		}
-		if now := time.Now(); now.After(nextDB) {
-			nextDB = now.Add(pollDBEvery)
-			if done, err := f.poll(); done || err != nil {
+		now := time.Now()
+		if full || now.After(nextFull) {
+			nextFull = now.Add(pollSafetyEvery)
+			if done, err := f.poll(true); done || err != nil {
 				return err
 			}
+		} else if incremental {
+			if done, err := f.poll(false); done || err != nil {
+				return err
+			}
+		}
+		full, incremental = false, false
+		if f.shown != db.RunRunning {
+			nextTell = time.Time{} // told again as soon as it runs
+		} else if f.msg != 0 && now.After(nextTell) {
+			// Its instance saves its progress often while we follow.
+			nextTell = now.Add(followRenew)
+			rt.tellFollowing(ctx, run)
 		}
 		select {
 		case <-ctx.Done():
@@ -75,7 +104,9 @@ func (rt *Runtime) Follow(ctx context.Context, user, run int64, shown string, em
 			if err := emit(FollowEvent{Kind: FollowHeartbeat}); err != nil {
 				return err
 			}
-		case <-time.After(pollLocalEvery):
+		case <-noted:
+			incremental = true
+		case <-local.C:
 		}
 	}
 }
@@ -87,68 +118,121 @@ type follower struct {
 	user, run int64
 	emit      func(FollowEvent) error
 	beat      *time.Ticker
-	// shown is the status last reported; remote and trace the text and
-	// steps last reported of a run followed from the database.
-	shown, remote, trace string
-	text, thinking       strings.Builder // live deltas not reported yet
+	// shown is the status last reported, trace the steps last reported.
+	shown, trace   string
+	text, thinking strings.Builder // live deltas not reported yet
+	// Of a run followed from the database: its answer, the last progress
+	// row reported (-1: none yet; the text is read whole), and what shows
+	// a restart of its text: the lowest row seen and the row's own text's
+	// length; shownLen is the bytes of answer text reported.
+	msg               int64
+	agent             bool
+	read              bool
+	seq, first        int
+	baseLen, shownLen int
 }
 
-// polled is a run as read from the database.
-type polled struct {
-	run    db.Run
-	steps  []db.Step
-	answer *db.Message // the text flushed so far, when it is running
-}
-
-// pollRun reads run, with its steps and flushed answer, from one snapshot.
-func (rt *Runtime) pollRun(ctx context.Context, user, run int64) (polled, error) {
-	var p polled
-	err := rt.store.ReadSnapshot(ctx, func(s *db.DB) error {
-		var err error
-		if p.run, err = s.Run(ctx, user, run); err != nil || !p.run.Active() {
-			return err
+// poll reports what changed of a run that is not live here: the run's row,
+// steps and whole text when whole (a note of its end or stop, a safety
+// round), else only its new progress rows; done says the run ended (and its final
+// answer was reported).
+func (f *follower) poll(whole bool) (done bool, err error) {
+	text := whole
+	if whole || f.msg == 0 || f.agent {
+		// (An agent run's steps change without a note of their own: its
+		// row and steps are read at every note.)
+		r, err := f.rt.store.Run(f.ctx, f.user, f.run)
+		if err != nil {
+			return true, fmt.Errorf("read run %d: %w", f.run, err)
 		}
-		if p.run.Kind == db.RouteAgent {
-			p.steps, _ = s.Steps(ctx, user, run) // a failed read: the next poll tries again
+		if !r.Active() {
+			return true, f.done(r.AssistantMessageID, nil)
 		}
-		if p.run.Status != db.RunQueued && p.run.AssistantMessageID != nil {
-			if m, err := s.Message(ctx, user, *p.run.AssistantMessageID); err == nil {
-				p.answer = &m
+		if err := f.status(r.Status); err != nil {
+			return true, err
+		}
+		if r.Kind == db.RouteAgent {
+			f.agent = true
+			var steps []db.Step
+			err := f.rt.store.ReadSnapshot(f.ctx, func(s *db.DB) error {
+				var err error
+				steps, err = s.Steps(f.ctx, f.user, f.run)
+				return err
+			})
+			if err == nil { // failed: the next poll tries again
+				if sig := traceSignature(steps); sig != f.trace {
+					f.trace = sig
+					if err := f.emit(FollowEvent{Kind: FollowTrace, Steps: steps}); err != nil {
+						return true, err
+					}
+				}
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return polled{}, fmt.Errorf("read run %d: %w", run, err)
-	}
-	return p, nil
-}
-
-// poll reports what changed of a run that is not live here; done says the
-// run ended (and its final answer was reported).
-func (f *follower) poll() (done bool, err error) {
-	p, err := f.rt.pollRun(f.ctx, f.user, f.run)
-	if err != nil {
-		return true, err
-	}
-	if !p.run.Active() {
-		return true, f.done(p.run.AssistantMessageID, nil)
-	}
-	if err := f.status(p.run.Status); err != nil {
-		return true, err
-	}
-	if p.run.Kind == db.RouteAgent && p.steps != nil {
-		if sig := traceSignature(p.steps); sig != f.trace {
-			f.trace = sig
-			if err := f.emit(FollowEvent{Kind: FollowTrace, Steps: p.steps}); err != nil {
-				return true, err
-			}
+		if r.Status == db.RunQueued || r.AssistantMessageID == nil {
+			return false, nil
+		}
+		if f.msg == 0 {
+			f.msg, text = *r.AssistantMessageID, true
 		}
 	}
-	if p.answer != nil && p.answer.Content != f.remote {
-		// Running on another instance: follow its flushed text.
-		f.remote = p.answer.Content
-		if err := f.emit(FollowEvent{Kind: FollowSnapshot, Text: p.answer.Content}); err != nil {
+	return f.progress(text)
+}
+
+// progress reports the answer's progress rows not reported yet (whole: or
+// the whole text, when it differs from what was reported).
+func (f *follower) progress(whole bool) (done bool, err error) {
+	after := f.seq
+	if whole {
+		after = -1
+	}
+	p, err := f.rt.store.ProgressAfter(f.ctx, f.user, f.msg, after)
+	if err != nil {
+		return false, nil // gone, or a failed read: the run's row says at the next whole poll
+	}
+	if p.Status != db.MsgStreaming {
+		if whole {
+			return false, nil // settling: its note (or the next poll) brings the end
+		}
+		return f.poll(true)
+	}
+	restarted := p.BaseLen != f.baseLen || (f.first >= 0 && p.First != f.first)
+	if after >= 0 && restarted {
+		// The run wrote its answer anew (an agent's next round).
+		if p, err = f.rt.store.ProgressAfter(f.ctx, f.user, f.msg, -1); err != nil {
+			return false, nil
+		}
+		after = -1
+	}
+	var text, thinking strings.Builder
+	if after < 0 {
+		text.WriteString(p.Base)
+	}
+	for _, r := range p.Rows {
+		text.WriteString(r.Content)
+		thinking.WriteString(r.Thinking)
+		f.seq = r.Seq
+	}
+	f.baseLen, f.first = p.BaseLen, p.First
+	if after < 0 {
+		again := f.read
+		f.read = true
+		if again && text.Len() == f.shownLen && !restarted {
+			return false, nil // a safety read: nothing was missed
+		}
+		f.shownLen = text.Len()
+		if err := f.emit(FollowEvent{Kind: FollowSnapshot, Text: text.String()}); err != nil {
+			return true, err
+		}
+		return false, f.emit(FollowEvent{Kind: FollowSnapshotThinking, Text: thinking.String()})
+	}
+	if thinking.Len() > 0 {
+		if err := f.emit(FollowEvent{Kind: FollowThinking, Text: thinking.String()}); err != nil {
+			return true, err
+		}
+	}
+	if text.Len() > 0 {
+		f.shownLen += text.Len()
+		if err := f.emit(FollowEvent{Kind: FollowDelta, Text: text.String()}); err != nil {
 			return true, err
 		}
 	}

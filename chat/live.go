@@ -213,9 +213,16 @@ func (l *liveRun) unsaved() (db.Progress, progressMark, bool) {
 	if !l.restart && len(c) == l.savedContent && len(t) == l.savedThinking {
 		return db.Progress{}, progressMark{}, false
 	}
-	p := db.Progress{Message: l.msgID, Seq: l.seq, Content: c[l.savedContent:], Thinking: t[l.savedThinking:], Restart: l.restart}
+	p := db.Progress{Run: l.id, Message: l.msgID, Seq: l.seq, Content: c[l.savedContent:], Thinking: t[l.savedThinking:], Restart: l.restart}
 	return p, progressMark{lr: l, gen: l.gen, content: len(c), think: len(t), restart: l.restart,
 		row: p.Content != "" || p.Thinking != ""}, true
+}
+
+// hasUnsaved reports whether the run has text not in the database yet.
+func (l *liveRun) hasUnsaved() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.restart || l.content.Len() != l.savedContent || l.thinking.Len() != l.savedThinking
 }
 
 // markSaved records a successful progress write (unless the text was

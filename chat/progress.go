@@ -20,6 +20,9 @@ import (
 type progressWriter struct {
 	store Store
 	every time.Duration
+	fast  time.Duration // rounds of the runs followed elsewhere
+
+	followed map[int64]time.Time // run → until when it is followed (guarded by mu)
 
 	round sync.Mutex // held for a round: forget waits for the one in flight
 	mu    sync.Mutex
@@ -30,9 +33,9 @@ type progressWriter struct {
 	done  chan struct{} // closed when the loop ended (nil: never started)
 }
 
-func newProgressWriter(store Store, every time.Duration) *progressWriter {
-	return &progressWriter{store: store, every: every, runs: map[int64]*liveRun{},
-		wakeC: make(chan struct{}, 1), stopC: make(chan struct{})}
+func newProgressWriter(store Store, every, fast time.Duration) *progressWriter {
+	return &progressWriter{store: store, every: every, fast: fast, runs: map[int64]*liveRun{},
+		followed: map[int64]time.Time{}, wakeC: make(chan struct{}, 1), stopC: make(chan struct{})}
 }
 
 // start runs the writer until stop.
@@ -42,17 +45,72 @@ func (w *progressWriter) start() {
 		defer close(w.done)
 		t := time.NewTicker(w.every)
 		defer t.Stop()
+		// While some run is followed from another instance, a fast round
+		// saves just those runs every w.fast.
+		fast := time.NewTicker(w.fast)
+		defer fast.Stop()
 		for {
+			var fastC <-chan time.Time
+			if w.anyFollowed() {
+				fastC = fast.C
+			}
 			select {
 			case <-w.stopC:
 				w.write(nil)
 				return
 			case <-t.C:
 			case <-w.wakeC:
+			case <-fastC:
+				w.writeFollowed()
+				continue
 			}
 			w.write(nil)
 		}
 	}()
+}
+
+// follow saves lr's progress every w.fast until then (someone follows it
+// from another instance), beginning with a round now.
+func (w *progressWriter) follow(lr *liveRun, until time.Time) {
+	w.mu.Lock()
+	_, known := w.runs[lr.id]
+	if known {
+		w.followed[lr.id] = until
+	}
+	w.mu.Unlock()
+	if known {
+		w.wake()
+	}
+}
+
+// anyFollowed reports whether a run is followed elsewhere, forgetting the
+// interest that expired.
+func (w *progressWriter) anyFollowed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	for id, until := range w.followed {
+		if now.After(until) {
+			delete(w.followed, id)
+		}
+	}
+	return len(w.followed) > 0
+}
+
+// writeFollowed is a round of the runs followed elsewhere that have text
+// to save.
+func (w *progressWriter) writeFollowed() {
+	w.mu.Lock()
+	var runs []*liveRun
+	for id := range w.followed {
+		if lr := w.runs[id]; lr != nil && lr.hasUnsaved() {
+			runs = append(runs, lr)
+		}
+	}
+	w.mu.Unlock()
+	if len(runs) > 0 {
+		w.writeRuns(runs, true)
+	}
 }
 
 // stop writes what is pending and ends the loop.
@@ -83,6 +141,7 @@ func (w *progressWriter) forget(lr *liveRun) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.runs, lr.id)
+	delete(w.followed, lr.id)
 }
 
 // flushNow writes lr's pending text at once and forgets it (a run left
@@ -103,18 +162,33 @@ func (w *progressWriter) wake() {
 
 // write is one round, over every run (only: just that one).
 func (w *progressWriter) write(only *liveRun) {
+	if only != nil {
+		w.writeRuns([]*liveRun{only}, false)
+		return
+	}
+	w.mu.Lock()
+	runs := make([]*liveRun, 0, len(w.runs))
+	for _, lr := range w.runs {
+		runs = append(runs, lr)
+	}
+	w.mu.Unlock()
+	w.writeRuns(runs, true)
+}
+
+// writeRuns saves runs' text; stopping says whether the runs asked to stop
+// (or gone) are stopped here.
+func (w *progressWriter) writeRuns(runs []*liveRun, stopping bool) {
 	w.round.Lock()
 	defer w.round.Unlock()
-	var runs []*liveRun
-	if only != nil {
-		runs = []*liveRun{only}
-	} else {
-		w.mu.Lock()
-		for _, lr := range w.runs {
-			runs = append(runs, lr)
+	w.mu.Lock()
+	kept := runs[:0]
+	for _, lr := range runs {
+		if _, ok := w.runs[lr.id]; ok {
+			kept = append(kept, lr) // not forgotten while we waited for the round
 		}
-		w.mu.Unlock()
 	}
+	w.mu.Unlock()
+	runs = kept
 	if len(runs) == 0 {
 		return
 	}
@@ -122,12 +196,17 @@ func (w *progressWriter) write(only *liveRun) {
 	var marks []progressMark
 	ids := make([]int64, 0, len(runs))
 	byID := make(map[int64]*liveRun, len(runs))
+	w.mu.Lock()
 	for _, lr := range runs {
 		ids, byID[lr.id] = append(ids, lr.id), lr
 		if p, m, ok := lr.unsaved(); ok {
+			if _, followed := w.followed[lr.id]; !followed {
+				p.Run = 0 // nobody elsewhere waits for its note
+			}
 			parts, marks = append(parts, p), append(marks, m)
 		}
 	}
+	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	stop, broken, err := w.store.SaveProgress(ctx, parts, ids)
@@ -151,7 +230,7 @@ func (w *progressWriter) write(only *liveRun) {
 		m.lr.markSaved(m)
 	}
 	for _, id := range stop {
-		if only == nil {
+		if stopping {
 			byID[id].stop(StopUser)
 		}
 	}

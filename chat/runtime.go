@@ -46,6 +46,11 @@ type Store interface {
 	// ReadSnapshot runs fn over one read-only snapshot of the database.
 	ReadSnapshot(ctx context.Context, fn func(s *db.DB) error) error
 	Run(ctx context.Context, user, id int64) (db.Run, error)
+	// ProgressAfter, Listen and Notify are how instances follow each
+	// other's runs (chat/notes.go).
+	ProgressAfter(ctx context.Context, user, msg int64, after int) (db.Followed, error)
+	Listen(ctx context.Context, connected func(), note func(db.Note))
+	Notify(ctx context.Context, kind byte, id int64) error
 }
 
 // Chatter is the part of the Ollama client that answers.
@@ -59,6 +64,9 @@ type Config struct {
 	OllamaHost  string        // shown in error messages
 	PerUserRuns int           // runs of one user that may run at once (default 3)
 	FlushEvery  time.Duration // how often partial answers reach the database (default 1s)
+	// FollowedFlushEvery is how often a run followed from another instance
+	// saves its progress (default 20ms).
+	FollowedFlushEvery time.Duration
 	// MergeWindow: answer text that arrives within it of the previous
 	// event is merged into one event (default 5ms; negative: never).
 	MergeWindow    time.Duration
@@ -109,6 +117,7 @@ type Runtime struct {
 	wg     sync.WaitGroup
 
 	progress *progressWriter // saves live runs' text, off the token path
+	notes    *notes          // followers waiting for notes of other instances
 
 	mu      sync.Mutex
 	live    map[int64]*liveRun
@@ -123,6 +132,9 @@ func New(store Store, llm Chatter, models *Models, cfg Config) *Runtime {
 	}
 	if cfg.FlushEvery <= 0 {
 		cfg.FlushEvery = time.Second
+	}
+	if cfg.FollowedFlushEvery <= 0 {
+		cfg.FollowedFlushEvery = 20 * time.Millisecond
 	}
 	if cfg.HeartbeatEvery <= 0 {
 		cfg.HeartbeatEvery = 5 * time.Second
@@ -141,8 +153,8 @@ func New(store Store, llm Chatter, models *Models, cfg Config) *Runtime {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{store: store, llm: llm, models: models, cfg: cfg, ctx: ctx, cancel: cancel,
-		progress: newProgressWriter(store, cfg.FlushEvery),
-		live:     map[int64]*liveRun{}, titles: map[int64]*titleWait{}}
+		progress: newProgressWriter(store, cfg.FlushEvery, cfg.FollowedFlushEvery), notes: newNotes(),
+		live: map[int64]*liveRun{}, titles: map[int64]*titleWait{}}
 }
 
 // Models returns the model catalogue.
@@ -163,6 +175,8 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		slog.Info("runs interrupted by a previous stop", "count", len(interrupted))
 	}
 	rt.progress.start()
+	rt.wg.Add(1)
+	go rt.listen()
 	rt.adoptWaiting(ctx, true)
 	rt.kickQueued(ctx, 0)
 	rt.wg.Add(1)
@@ -301,8 +315,9 @@ func (rt *Runtime) Subscribe(runID int64) (snap Snapshot, events <-chan Event, u
 }
 
 // Cancel stops one of the user's runs: a queued one at once, a running one
-// by cancelling its model request (here, or through the database flag that
-// the instance running it reads every FlushEvery).
+// by cancelling its model request: here, or through the database flag whose
+// note (db.NoteStop) the instance running it hears at once; that instance
+// also reads the flag every FlushEvery, should the note be lost.
 func (rt *Runtime) Cancel(ctx context.Context, user, runID int64) (db.Run, error) {
 	r, err := rt.store.CancelRun(ctx, user, runID)
 	if err != nil {

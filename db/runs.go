@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -114,8 +115,12 @@ func (d *DB) ClaimNextRun(ctx context.Context, thread int64, instance string, us
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
-		ok = err == nil
-		return err
+		if err != nil {
+			return err
+		}
+		ok = true
+		// Its followers elsewhere (it was queued) see it run.
+		return notifyRuns(ctx, tx, NoteStarted, []int64{r.ID})
 	})
 	return r, ok, mapErr(err)
 }
@@ -136,6 +141,7 @@ func (d *DB) ThreadsWithQueuedRuns(ctx context.Context, owner int64) ([]int64, e
 // of a flush whose commit was lost sends the same Seq again with at least
 // the same text, and replaces the row (nothing duplicated, nothing lost).
 type Progress struct {
+	Run      int64 // the run writing it, when other instances follow it (NoteProgress; 0: no note)
 	Message  int64
 	Seq      int
 	Content  string // answer text appended
@@ -160,7 +166,7 @@ type Progress struct {
 // gap in the middle of the text. NUL bytes, which PostgreSQL text cannot
 // hold, are left out (so one answer's NUL cannot fail every run's round).
 func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (stop, broken []int64, err error) {
-	var restart, msgs []int64
+	var restart, msgs, noted []int64
 	var seqs []int32
 	var contents, thinkings []string
 	var restarts []bool
@@ -172,6 +178,9 @@ func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (
 			msgs, seqs = append(msgs, p.Message), append(seqs, int32(p.Seq))
 			contents, thinkings = append(contents, noNUL(p.Content)), append(thinkings, noNUL(p.Thinking))
 			restarts = append(restarts, p.Restart)
+		}
+		if p.Run != 0 && (p.Restart || p.Content != "" || p.Thinking != "") {
+			noted = append(noted, p.Run)
 		}
 	}
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
@@ -214,6 +223,10 @@ func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (
 				})
 				return err
 			})
+		}
+		if len(noted) > 0 {
+			// Delivered at commit, so a follower elsewhere reads these rows.
+			b.Queue(`SELECT pg_notify($1, 'p ' || r) FROM unnest($2::bigint[]) AS r`, RunChannel, noted)
 		}
 		going := make(map[int64]bool, len(live))
 		// A run another instance settled meanwhile (it took this one
@@ -258,7 +271,8 @@ const progressText = `(SELECT string_agg(content, '' ORDER BY seq) AS c, string_
 // CancelThreadRuns stops every run of one of the user's threads, as Stop
 // does, before the thread is deleted: queued runs are cancelled (so none
 // starts), running and waiting ones get cancel_requested (the instance
-// running one stops it at its next flush). It returns the ids of the runs
+// running one stops it on the stop note sent after the update, or at its
+// next flush). It returns the ids of the runs
 // that were running or waiting, for the runtime to stop the ones it holds.
 func (d *DB) CancelThreadRuns(ctx context.Context, user, thread int64) ([]int64, error) {
 	rows, err := d.q().Query(ctx, `UPDATE runs SET
@@ -278,12 +292,18 @@ func (d *DB) CancelThreadRuns(ctx context.Context, user, thread int64) ([]int64,
 	if err != nil {
 		return nil, err
 	}
-	var active []int64
+	var active, ended []int64
 	for _, c := range all {
 		if c.Status != RunCancelled {
 			active = append(active, c.ID)
+		} else {
+			ended = append(ended, c.ID)
 		}
 	}
+	// After the commit (one statement, its own): the instances running
+	// these stop them at once, followers of the cancelled ones end.
+	d.notifyAfter(ctx, NoteStop, active)
+	d.notifyAfter(ctx, NoteEnd, ended)
 	return active, nil
 }
 
@@ -304,6 +324,7 @@ type Finish struct {
 // returns the final message.
 func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, error) {
 	var m Message
+	var owner int64
 	usage, extra := f.Usage, f.Meta
 	extra.Usage, extra.Thinking, extra.Raw = Usage{}, "", nil
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -323,16 +344,33 @@ func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, 
 		if _, err := tx.Exec(ctx, "DELETE FROM message_progress WHERE message_id = $1", msg); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE runs SET status = $2, error = $3, usage = $4, finished_at = now() WHERE id = $1`,
-			run, f.RunStatus, f.Error, usage)
+		err = tx.QueryRow(ctx, `UPDATE runs SET status = $2, error = $3, usage = $4, finished_at = now() WHERE id = $1
+			RETURNING owner_id`, run, f.RunStatus, f.Error, usage).Scan(&owner)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // the run went with its thread: nothing to tell
+		}
 		return err
 	})
-	return m, mapErr(err)
+	if err != nil || owner == 0 {
+		return m, mapErr(err)
+	}
+	// After the commit, not in it: a transaction that notifies holds a
+	// lock that serializes all notifying commits, and this one waits for
+	// the disk. Its followers end now; and if the user has runs queued
+	// (behind this one, or behind the cap) an idle instance may start
+	// them (this one tries too: the claim's locks decide).
+	if _, err := d.Pool.Exec(ctx, `SELECT pg_notify($1, 'e ' || $2::bigint),
+			CASE WHEN EXISTS (SELECT 1 FROM runs WHERE status = 'queued' AND owner_id = $3)
+				THEN pg_notify($1, 'q ' || $3::bigint) END`, RunChannel, run, owner); err != nil {
+		slog.Warn("notify a run's end", "run", run, "err", err)
+	}
+	return m, nil
 }
 
 // CancelRun stops one of the user's runs. A queued run is cancelled at once
 // (with its empty answer); a running one is flagged, and the instance that
-// runs it stops it at its next flush (or at once, when it is local).
+// runs it stops it when it hears the stop note this transaction sends (or
+// at its next flush, should the note be lost).
 func (d *DB) CancelRun(ctx context.Context, user, id int64) (Run, error) {
 	var r Run
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -348,10 +386,18 @@ func (d *DB) CancelRun(ctx context.Context, user, id int64) (Run, error) {
 			return err
 		}
 		if r.Status == RunCancelled && r.AssistantMessageID != nil {
-			_, err = tx.Exec(ctx, `UPDATE messages SET status = 'cancelled', updated_at = now()
-				WHERE id = $1 AND status = 'streaming'`, *r.AssistantMessageID)
+			if _, err = tx.Exec(ctx, `UPDATE messages SET status = 'cancelled', updated_at = now()
+				WHERE id = $1 AND status = 'streaming'`, *r.AssistantMessageID); err != nil {
+				return err
+			}
 		}
-		return err
+		// In the transaction: the instance running it stops it as soon as
+		// the flag is visible (a queued run's followers end).
+		kind := byte(NoteStop)
+		if !r.Active() {
+			kind = NoteEnd
+		}
+		return notifyRuns(ctx, tx, kind, []int64{r.ID})
 	})
 	return r, mapErr(err)
 }
@@ -411,6 +457,13 @@ func (d *DB) InterruptOrphanedRuns(ctx context.Context, self string, staleAfter 
 		}
 		return nil
 	})
+	if err == nil {
+		ids := make([]int64, len(out))
+		for i, r := range out {
+			ids[i] = r.ID
+		}
+		d.notifyAfter(ctx, NoteEnd, ids)
+	}
 	return out, err
 }
 
@@ -423,4 +476,48 @@ func prefixed(p, cols string) string {
 		out += p + c
 	}
 	return out
+}
+
+// Followed is what a follower on another instance reads of a streaming
+// answer: the progress rows after the last it has, and what tells it that
+// the text was restarted under it.
+type Followed struct {
+	Status  string // the message's (not streaming: read it whole)
+	Base    string // the row's own text (only when read from the start)
+	BaseLen int    // its length in bytes
+	First   int    // the lowest seq of its progress rows (-1: none)
+	Rows    []Progress
+}
+
+// ProgressAfter reads one of the user's messages as a follower does: its
+// progress rows with seq > after in order (after < 0: all of them, with
+// the row's own text), in one statement.
+func (d *DB) ProgressAfter(ctx context.Context, user, msg int64, after int) (Followed, error) {
+	rows, err := d.q().Query(ctx, `SELECT m.status, CASE WHEN $3 < 0 THEN m.content ELSE '' END, octet_length(m.content),
+			COALESCE(f.first, -1), p.seq, p.content, p.thinking
+		FROM messages m JOIN threads t ON t.id = m.thread_id
+		CROSS JOIN LATERAL (SELECT min(seq) AS first FROM message_progress WHERE message_id = m.id) f
+		LEFT JOIN message_progress p ON p.message_id = m.id AND p.seq > $3
+		WHERE m.id = $1 AND t.owner_id = $2 ORDER BY p.seq`, msg, user, after)
+	if err != nil {
+		return Followed{}, err
+	}
+	var out Followed
+	found := false
+	var seq *int32
+	var content, thinking *string
+	_, err = pgx.ForEachRow(rows, []any{&out.Status, &out.Base, &out.BaseLen, &out.First, &seq, &content, &thinking}, func() error {
+		found = true
+		if seq != nil {
+			out.Rows = append(out.Rows, Progress{Message: msg, Seq: int(*seq), Content: *content, Thinking: *thinking})
+		}
+		return nil
+	})
+	if err != nil {
+		return Followed{}, err
+	}
+	if !found {
+		return Followed{}, ErrNotFound
+	}
+	return out, nil
 }

@@ -347,6 +347,11 @@ func (d *DB) DeleteMessage(ctx context.Context, user, message int64) (DeletedSub
 		_, err = tx.Exec(ctx, "UPDATE threads SET active_leaf_id = $2, updated_at = now() WHERE id = $1", t.ID, leaf)
 		return err
 	})
+	if err == nil {
+		// The instances running them stop them now, their followers end.
+		d.notifyAfter(ctx, NoteStop, out.ActiveRuns)
+		d.notifyAfter(ctx, NoteEnd, out.ActiveRuns)
+	}
 	return out, mapErr(err)
 }
 

@@ -76,6 +76,9 @@ type bench struct {
 	relayInstantUS float64
 	relayPacedUS   float64
 	conc           []concSummary
+	bin            string // the weft binary (a second instance runs it too)
+
+	crossP50, crossP99, stopP99 time.Duration
 }
 
 type listFlag []string
@@ -87,7 +90,7 @@ func main() {
 	var cfg config
 	var modes, streams string
 	var weftEnv, pgSet, sqlAfter listFlag
-	flag.StringVar(&modes, "modes", "idle,latency,relay,concurrent,hostile", "parts to run, comma-separated: idle, latency, relay, concurrent, hostile")
+	flag.StringVar(&modes, "modes", "idle,latency,relay,concurrent,hostile,instances", "parts to run, comma-separated: idle, latency, relay, concurrent, hostile, instances")
 	flag.StringVar(&cfg.databaseURL, "database-url", "", "use this PostgreSQL database instead of a throwaway cluster (it gets bench users and threads)")
 	flag.StringVar(&cfg.rev, "rev", "", "build weft from this commit (git archive) instead of the working tree, e.g. HEAD")
 	flag.StringVar(&cfg.out, "out", "bench/results/latest.txt", "write the results here as well as to stdout (\"\" for stdout only)")
@@ -204,6 +207,7 @@ func run(cfg config) (err error) {
 	if err != nil {
 		return err
 	}
+	b.bin = bin
 	if err := e.startPostgres(ctx, cfg.databaseURL); err != nil {
 		return err
 	}
@@ -241,6 +245,7 @@ func run(cfg config) (err error) {
 		fn   func(context.Context) error
 	}{
 		{"idle", b.idle}, {"latency", b.latency}, {"relay", b.relay}, {"concurrent", b.concurrent}, {"hostile", b.hostile},
+		{"instances", b.instances},
 	}
 	for _, s := range steps {
 		if !cfg.modes[s.name] {
@@ -299,6 +304,10 @@ func (b *bench) summary() {
 	for _, c := range b.conc {
 		r.printf("%5d streams at %d tok/s: p50 %s, p99 %s, VmHWM %s, %.1f µs CPU/token, %.2f cores, %d failed/incomplete, peak live %d",
 			c.n, b.cfg.rate, strings.TrimSpace(ms(c.p50)), strings.TrimSpace(ms(c.p99)), mb(c.hwm), c.cpuPerTokUS, c.cores, c.failed, c.peak)
+	}
+	if b.cfg.modes["instances"] {
+		r.printf("cross-instance delta p99 < 50 ms:         %s  (p50 %s, p99 %s); Stop across instances p99 %s",
+			verdict(b.crossP99 > 0 && b.crossP99 < 50*time.Millisecond), strings.TrimSpace(ms(b.crossP50)), strings.TrimSpace(ms(b.crossP99)), strings.TrimSpace(ms(b.stopP99)))
 	}
 	if b.cfg.modes["idle"] {
 		r.printf("idle RSS < 60 MB:                         %s  (%s)", verdict(float64(b.idleRSS) < 60*1024), mb(b.idleRSS))

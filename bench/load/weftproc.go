@@ -129,20 +129,39 @@ func freeAddr() (string, error) {
 }
 
 func (e *env) startWeft(ctx context.Context, bin string, extraEnv []string, pprof bool) error {
+	w, err := e.launchWeft(ctx, bin, "bench", extraEnv, pprof)
+	if err != nil {
+		return err
+	}
+	e.weft, e.weftBase, e.weftLog = w.cmd, w.base, w.log
+	return nil
+}
+
+// weftProc is one running weft process.
+type weftProc struct {
+	cmd  *exec.Cmd
+	base string // http://127.0.0.1:port
+	log  string
+}
+
+// launchWeft starts one weft process as instance (its WEFT_INSTANCE_ID;
+// its own address, data folder and log) and waits until it is ready.
+func (e *env) launchWeft(ctx context.Context, bin, instance string, extraEnv []string, pprof bool) (*weftProc, error) {
 	addr, err := freeAddr()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	dataDir := filepath.Join(e.tmp, "weft-data")
+	dataDir := filepath.Join(e.tmp, "weft-data-"+instance)
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
-	e.weftLog = filepath.Join(e.tmp, "weft.log")
-	logf, err := os.Create(e.weftLog)
+	w := &weftProc{base: "http://" + addr, log: filepath.Join(e.tmp, "weft-"+instance+".log")}
+	logf, err := os.Create(w.log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.Command(bin)
+	w.cmd = cmd
 	cmd.Dir = e.tmp
 	dbURL := e.dbURL
 	if e.poolMaxConns > 0 {
@@ -161,13 +180,13 @@ func (e *env) startWeft(ctx context.Context, bin string, extraEnv []string, ppro
 		"WEFT_MAX_STREAMS_PER_USER=100000", // every simulated person may stream many runs
 		"WEFT_SIGNUP_LIMIT=0",              // every person signs up from 127.0.0.1
 		"WEFT_DATA_DIR="+dataDir,
-		"WEFT_INSTANCE_ID=bench",
+		"WEFT_INSTANCE_ID="+instance,
 		"WEFT_SHUTDOWN_GRACE_SECONDS=0",
 	)
 	if pprof {
 		pa, err := freeAddr()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cmd.Env = append(cmd.Env, "WEFT_BENCH_PPROF="+pa)
 		e.pprofURL = "http://" + pa
@@ -178,9 +197,8 @@ func (e *env) startWeft(ctx context.Context, bin string, extraEnv []string, ppro
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return err
+		return nil, err
 	}
-	e.weft = cmd
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited); logf.Close() }()
 	e.addCleanup(func() {
@@ -192,35 +210,36 @@ func (e *env) startWeft(ctx context.Context, bin string, extraEnv []string, ppro
 			<-exited
 		}
 	})
-	e.weftBase = "http://" + addr
 	// Ready when /readyz answers 200.
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
-			return fmt.Errorf("weft exited during start-up:\n%s", e.weftLogTail(30))
+			return nil, fmt.Errorf("weft exited during start-up:\n%s", logTail(w.log, 30))
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		resp, err := http.Get(e.weftBase + "/readyz")
+		resp, err := http.Get(w.base + "/readyz")
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				return w, nil
 			}
 		}
 	}
-	return fmt.Errorf("weft not ready after 90 s:\n%s", e.weftLogTail(30))
+	return nil, fmt.Errorf("weft not ready after 90 s:\n%s", logTail(w.log, 30))
 }
 
 func (e *env) weftAlive() bool {
 	return e.weft != nil && e.weft.ProcessState == nil && syscall.Kill(e.weft.Process.Pid, 0) == nil
 }
 
-func (e *env) weftLogTail(n int) string {
-	b, err := os.ReadFile(e.weftLog)
+func (e *env) weftLogTail(n int) string { return logTail(e.weftLog, n) }
+
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
