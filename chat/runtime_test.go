@@ -282,11 +282,7 @@ func TestARestartInterruptsTheRunsOfItsPreviousLifeKeepingTheirText(t *testing.T
 	e := newEnv(t, chat.Config{Instance: "first-life"})
 	// A run left running by a process that died: its row says running on
 	// this instance and its answer holds the text of the last flush.
-	sent, err := e.store.SendMessage(context.Background(), e.user.ID, db.Send{WorkspaceID: e.ws.ID, Content: "q", Kind: "chat", Model: "tiny"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, e.store, `UPDATE runs SET status = 'running', instance_id = 'crashed' WHERE id = $1`, sent.Run.ID)
+	sent := e.sendRunningOn("crashed")
 	mustExec(t, e.store, `UPDATE messages SET content = 'half an ans' WHERE id = $1`, sent.Assistant.ID)
 
 	e.runtime(chat.Config{Instance: "crashed"}) // the same instance, started again
@@ -299,12 +295,8 @@ func TestARestartInterruptsTheRunsOfItsPreviousLifeKeepingTheirText(t *testing.T
 func TestRunsOfAnInstanceThatStoppedBeatingAreInterrupted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, chat.Config{HeartbeatEvery: 50 * time.Millisecond, StaleAfter: time.Second})
-	sent, err := e.store.SendMessage(context.Background(), e.user.ID, db.Send{WorkspaceID: e.ws.ID, Content: "q", Kind: "chat", Model: "tiny"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mustExec(t, e.store, `INSERT INTO instances (id, heartbeat_at) VALUES ('gone', now() - interval '1 minute')`)
-	mustExec(t, e.store, `UPDATE runs SET status = 'running', instance_id = 'gone' WHERE id = $1`, sent.Run.ID)
+	sent := e.sendRunningOn("gone")
 	if run, _ := e.wait(sent); run.Status != db.RunInterrupted {
 		t.Fatalf("run of a dead instance is %s", run.Status)
 	}
@@ -491,4 +483,30 @@ func TestDeletingAMessageStopsTheAnswerBeingWrittenBelowIt(t *testing.T) {
 	if _, err := e.store.Message(context.Background(), e.user.ID, sent.Assistant.ID); err == nil {
 		t.Fatal("the deleted answer came back")
 	}
+}
+
+// sendRunningOn sends a message whose run then reads as running on
+// instance, as a process that died would have left it. The env's own
+// runtime may claim the queued run first (it tries queued runs when its
+// listener connects): then the test sends again, until the run is taken
+// over while still queued.
+func (e *env) sendRunningOn(instance string) db.Sent {
+	e.t.Helper()
+	for range 20 {
+		sent, err := e.store.SendMessage(context.Background(), e.user.ID, db.Send{WorkspaceID: e.ws.ID, Content: "q", Kind: "chat", Model: "tiny"})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		tag, err := e.store.Pool.Exec(context.Background(), `UPDATE runs SET status = 'running', instance_id = $2
+			WHERE id = $1 AND status = 'queued'`, sent.Run.ID, instance)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if tag.RowsAffected() == 1 {
+			return sent
+		}
+		e.wait(sent) // claimed here first: let it end, then send again
+	}
+	e.t.Fatal("every run was claimed before the test could take it over")
+	return db.Sent{}
 }
