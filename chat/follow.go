@@ -356,7 +356,7 @@ func (f *follower) apply(ev Event) (done bool, err error) {
 		if err := f.flush(); err != nil {
 			return true, err
 		}
-		return true, f.done(nil, &ev.Message)
+		return true, f.done(nil, ev.Message)
 	}
 	return false, nil
 }

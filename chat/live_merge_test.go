@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"weft/db"
 )
@@ -201,5 +202,13 @@ func TestMergedEventsKeepThinkingAndAnswerApartAndInOrder(t *testing.T) {
 	}
 	if content, th := rebuild(drain(late), lateSnap.Content, lateSnap.Thinking); content != "The answer is 42." || th != "Let me see. (hm) " {
 		t.Fatalf("late subscriber rebuilt %q / %q", content, th)
+	}
+}
+
+// An event sits in every subscriber's buffered channel subscriberBuffer
+// times over: it must stay a few words (the final message goes by pointer).
+func TestEventStaysSmall(t *testing.T) {
+	if n := unsafe.Sizeof(Event{}); n > 64 {
+		t.Fatalf("Event is %d bytes; a subscriber's channel would hold %d KB", n, int(n)*subscriberBuffer/1024)
 	}
 }

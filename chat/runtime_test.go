@@ -36,7 +36,7 @@ func TestAnAnswerStreamsToSubscribersAndIsStoredCompleteWithUsage(t *testing.T) 
 		case chat.EventDelta:
 			got.WriteString(ev.Text)
 		case chat.EventDone:
-			final = ev.Message
+			final = *ev.Message
 		}
 	}
 	want := tokens(1, 30)
