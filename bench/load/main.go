@@ -71,12 +71,17 @@ type bench struct {
 	// persons handed out so far: each part uses fresh users
 	nextPerson int
 
-	idleRSS        int64
-	firstTokenP50  time.Duration
-	relayInstantUS float64
-	relayPacedUS   float64
-	conc           []concSummary
-	bin            string // the weft binary (a second instance runs it too)
+	idleRSS       int64
+	firstTokenP50 time.Duration
+	// with -latency-conc senders at once
+	firstTokenConcP50 time.Duration
+	relayInstantUS    float64
+	relayPacedUS      float64 // a token every 1 ms
+	relayPaced20US    float64 // a token every 20 ms
+	// the relay floor of this machine at those paces (floor.go)
+	relayFloor1US, relayFloor20US float64
+	conc                          []concSummary
+	bin                           string // the weft binary (a second instance runs it too)
 
 	crossP50, crossP99, stopP99 time.Duration
 }
@@ -111,7 +116,17 @@ func main() {
 	flag.DurationVar(&cfg.idleWait, "idle-wait", 15*time.Second, "how long weft sits idle before its idle RSS is read (weft frees memory after ~10 s idle; Go forces a GC every 2 minutes)")
 	flag.BoolVar(&cfg.keepLog, "keep-weft-log", false, "copy weft's log (one line per request, with its duration) next to the results")
 	flag.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "give up after this long")
+	var floorMode, floorSource string
+	flag.StringVar(&floorMode, "floor-child", "", "internal: run as the relay-floor child (read or relay) of the relay step")
+	flag.StringVar(&floorSource, "floor-source", "", "internal: the relay-floor child's paced stream")
 	flag.Parse()
+	if floorMode != "" {
+		if err := floorChild(floorMode, floorSource); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: floor child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg.modes = map[string]bool{}
 	for _, m := range strings.Split(modes, ",") {
 		if m = strings.TrimSpace(m); m != "" {
@@ -295,11 +310,13 @@ func (b *bench) summary() {
 	r := b.r
 	r.section("summary against DESIGN §13")
 	if b.cfg.modes["latency"] {
-		r.printf("added first-token latency p50 < 15 ms:   %s  (p50 %s)", verdict(b.firstTokenP50 < 15*time.Millisecond), strings.TrimSpace(ms(b.firstTokenP50)))
+		r.printf("added first-token latency p50 < 15 ms:   %s  (p50 %s one at a time); %d at a time %s (p50 %s)", verdict(b.firstTokenP50 < 15*time.Millisecond), strings.TrimSpace(ms(b.firstTokenP50)),
+			b.cfg.latencyConc, verdict(b.firstTokenConcP50 < 15*time.Millisecond), strings.TrimSpace(ms(b.firstTokenConcP50)))
 	}
 	if b.cfg.modes["relay"] {
-		r.printf("relay < 50 µs CPU per token:              instant %s (%.1f µs), paced 1 ms %s (%.1f µs)",
-			verdict(b.relayInstantUS < 50), b.relayInstantUS, verdict(b.relayPacedUS < 50), b.relayPacedUS)
+		r.printf("relay < 50 µs CPU per token:              instant %s (%.1f µs), paced 1 ms %s (%.1f µs; floor %.1f), paced 20 ms %s (%.1f µs; floor %.1f)",
+			verdict(b.relayInstantUS < 50), b.relayInstantUS, verdict(b.relayPacedUS < 50), b.relayPacedUS, b.relayFloor1US,
+			verdict(b.relayPaced20US < 50), b.relayPaced20US, b.relayFloor20US)
 	}
 	for _, c := range b.conc {
 		r.printf("%5d streams at %d tok/s: p50 %s, p99 %s, VmHWM %s, %.1f µs CPU/token, %.2f cores, %d failed/incomplete, peak live %d",

@@ -35,7 +35,8 @@ func (b *bench) relay(ctx context.Context) error {
 		{2000, 0, b.cfg.relayAnswers}, {2000, time.Millisecond, 3},
 		{100, 0, 10}, {1000, 0, 5}, {10000, 0, 3},
 		{100, time.Millisecond, 5}, {1000, time.Millisecond, 3}, {10000, time.Millisecond, 1},
-		{20000, time.Millisecond, 1}, // the database's cost of one long answer (issue 15)
+		{20000, time.Millisecond, 1},    // the database's cost of one long answer (issue 15)
+		{500, 20 * time.Millisecond, 1}, // a model at 50 tokens/s: every token alone (issue 15)
 	}
 	ps, err := b.people(ctx, b.nextPerson+1)
 	if err != nil {
@@ -98,6 +99,9 @@ func (b *bench) relay(ctx context.Context) error {
 		if bt.n == 2000 && bt.delay > 0 {
 			b.relayPacedUS = perTok
 		}
+		if bt.delay >= 20*time.Millisecond {
+			b.relayPaced20US = perTok
+		}
 		if bt.n == 20000 {
 			long = fmt.Sprintf("one paced 20,000-token answer (%d bytes, ≈ %.0f s): PostgreSQL WAL %.2f MB (%.2f× the answer), PostgreSQL CPU %.0f ms",
 				want, float64(bt.n)*bt.delay.Seconds(), float64(wal)/(1<<20), float64(wal)/float64(want), pgCPU*1000)
@@ -115,8 +119,14 @@ func (b *bench) relay(ctx context.Context) error {
 		}
 		r.printf("marginal CPU per token (%s), from the 1,000 and 10,000 token answers: %.1f µs", name, (hi-lo)/9000*1e6)
 	}
-	r.printf("budget: relay < 50 µs CPU per token → instant %s (%.1f µs), paced 1 ms %s (%.1f µs); bytes on the wire O(n): see wire/ans by size",
-		verdict(b.relayInstantUS < 50), b.relayInstantUS, verdict(b.relayPacedUS < 50), b.relayPacedUS)
+	f1, f20, err := b.floor(ctx)
+	if err != nil {
+		return err
+	}
+	b.relayFloor1US, b.relayFloor20US = f1, f20
+	r.printf("weft ÷ relay floor: paced 1 ms %.1f÷%.1f = %.2f×; paced 20 ms %.1f÷%.1f = %.2f×", b.relayPacedUS, f1, b.relayPacedUS/f1, b.relayPaced20US, f20, b.relayPaced20US/f20)
+	r.printf("budget: relay < 50 µs CPU per token → instant %s (%.1f µs), paced 1 ms %s (%.1f µs), paced 20 ms %s (%.1f µs; this machine's floor %.1f µs); bytes on the wire O(n): see wire/ans by size",
+		verdict(b.relayInstantUS < 50), b.relayInstantUS, verdict(b.relayPacedUS < 50), b.relayPacedUS, verdict(b.relayPaced20US < 50), b.relayPaced20US, f20)
 	return nil
 }
 
