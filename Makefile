@@ -54,9 +54,10 @@ deps-eval: ## deps-run plus Debian's python3.11-doc (the corpus of the second re
 	@bash scripts/deps.sh eval
 
 .PHONY: bench
-bench: deps-run ## load-test Weft against a fake model (~5 min; BENCHFLAGS=... passes flags), results in bench/results/
+BENCH_BASE ?= HEAD~1
+bench: deps-run ## load-test Weft against a fake model, side by side with BENCH_BASE (default HEAD~1; ~20 min; BENCHFLAGS=... passes flags), results in bench/results/
 	@mkdir -p bench/results
-	$(GO) run ./bench/load -out bench/results/latest.txt $(BENCHFLAGS)
+	$(GO) run ./bench/load -compare $(BENCH_BASE) -out bench/results/latest.txt $(BENCHFLAGS)
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem ./views/ ./internal/fakeollama/ ./handlers/ 2>&1 \
 	  | grep -E '^(goos|goarch|pkg|cpu|Benchmark|ok|PASS|FAIL|---|panic)' | tee bench/results/gobench.txt
 	$(GO) run ./bench/rag -mode bench -chunks 100000 -writers 2 -out bench/results/rag-100k.txt $(RAGBENCHFLAGS)

@@ -39,6 +39,7 @@ import (
 
 type config struct {
 	modes          map[string]bool
+	compare        string
 	databaseURL    string
 	rev            string
 	out            string
@@ -97,6 +98,7 @@ func main() {
 	var weftEnv, pgSet, sqlAfter listFlag
 	flag.StringVar(&modes, "modes", "idle,latency,relay,concurrent,hostile,instances", "parts to run, comma-separated: idle, latency, relay, concurrent, hostile, instances")
 	flag.StringVar(&cfg.databaseURL, "database-url", "", "use this PostgreSQL database instead of a throwaway cluster (it gets bench users and threads)")
+	flag.StringVar(&cfg.compare, "compare", "", "run everything on this commit first (e.g. HEAD~1), then on -rev or the working tree, and print both side by side with ratios")
 	flag.StringVar(&cfg.rev, "rev", "", "build weft from this commit (git archive) instead of the working tree, e.g. HEAD")
 	flag.StringVar(&cfg.out, "out", "bench/results/latest.txt", "write the results here as well as to stdout (\"\" for stdout only)")
 	flag.IntVar(&cfg.latencySends, "latency-sends", 200, "sends per first-token latency variant")
@@ -146,13 +148,48 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.weftEnv, cfg.pgSet, cfg.sqlAfter = weftEnv, pgSet, sqlAfter
-	if err := run(cfg); err != nil {
+	if err := compare(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg config) (err error) {
+// compare runs the bench on cfg.compare's commit first (when set), then on
+// cfg.rev or the working tree, and prints the summaries side by side.
+func compare(cfg config) error {
+	if cfg.compare == "" {
+		_, err := run(cfg)
+		return err
+	}
+	base := cfg
+	base.rev = cfg.compare
+	if cfg.out != "" {
+		base.out = strings.TrimSuffix(cfg.out, ".txt") + "-base.txt"
+	}
+	bb, err := run(base)
+	if err != nil {
+		return fmt.Errorf("on %s: %w", cfg.compare, err)
+	}
+	bh, err := run(cfg)
+	if err != nil {
+		return err
+	}
+	var r report
+	r.out = os.Stdout
+	sideBySide(&r, cfg, bb, bh)
+	if cfg.out != "" {
+		f, err := os.OpenFile(cfg.out, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = f.WriteString(r.b.String())
+		return err
+	}
+	return nil
+}
+
+func run(cfg config) (b *bench, err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
@@ -160,7 +197,7 @@ func run(cfg config) (err error) {
 
 	repo, err := repoRoot()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.out != "" && !filepath.IsAbs(cfg.out) {
 		cfg.out = filepath.Join(repo, cfg.out)
@@ -173,15 +210,15 @@ func run(cfg config) (err error) {
 	if cfg.selfProfile != "" {
 		f, err := os.Create(cfg.selfProfile)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+			return nil, err
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 
-	b := &bench{cfg: cfg, r: &report{out: os.Stdout}, tr: newTransport(), runID: strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
+	b = &bench{cfg: cfg, r: &report{out: os.Stdout}, tr: newTransport(), runID: strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
 	defer func() {
 		if err != nil {
 			b.r.printf("\nFAILED: %v", err)
@@ -198,7 +235,7 @@ func run(cfg config) (err error) {
 
 	tmp, err := os.MkdirTemp("", "weft-bench-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e := &env{tmp: tmp}
 	b.e = e
@@ -220,27 +257,27 @@ func run(cfg config) (err error) {
 	fmt.Fprintln(os.Stderr, "bench: building weft, starting postgres and the fake model…")
 	bin, err := e.buildWeft(ctx, repo, cfg.rev, cfg.pprof)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b.bin = bin
 	if err := e.startPostgres(ctx, cfg.databaseURL); err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.tunePostgres(ctx, cfg.pgSet); err != nil {
-		return err
+		return nil, err
 	}
 	e.poolMaxConns = cfg.poolMaxConns
 	e.fake = fakeollama.Start(fakeollama.WithScript(e.script))
 	e.addCleanup(e.fake.Close)
 	if e.proxy, err = startProxy(e.fake.URL); err != nil {
-		return err
+		return nil, err
 	}
 	e.addCleanup(e.proxy.close)
 	if err := e.startWeft(ctx, bin, cfg.weftEnv, cfg.pprof); err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.execSQL(ctx, cfg.sqlAfter); err != nil {
-		return err
+		return nil, err
 	}
 	from := "the working tree"
 	if cfg.rev != "" {
@@ -269,26 +306,26 @@ func run(cfg config) (err error) {
 		fmt.Fprintf(os.Stderr, "bench: %s…\n", s.name)
 		if err := s.fn(ctx); err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("%s: %w (%v)", s.name, err, context.Cause(ctx))
+				return nil, fmt.Errorf("%s: %w (%v)", s.name, err, context.Cause(ctx))
 			}
-			return fmt.Errorf("%s: %w\nweft log tail:\n%s", s.name, err, e.weftLogTail(20))
+			return nil, fmt.Errorf("%s: %w\nweft log tail:\n%s", s.name, err, e.weftLogTail(20))
 		}
 		if !e.weftAlive() {
-			return fmt.Errorf("weft died during %s:\n%s", s.name, e.weftLogTail(30))
+			return nil, fmt.Errorf("weft died during %s:\n%s", s.name, e.weftLogTail(30))
 		}
 	}
 	if cfg.modes["concurrent"] {
 		select {
 		case <-time.After(cfg.idleWait):
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		rss, _ := memKB(e.pid())
 		b.r.printf("\nweft RSS %s after the last concurrent step (idle again): %s (%s)", cfg.idleWait, mb(rss), memDetail(e.pid()))
 	}
 	b.summary()
 	b.r.printf("\ntotal time %s", time.Since(start).Round(time.Second))
-	return nil
+	return b, nil
 }
 
 func (b *bench) header(repo string) {
