@@ -144,7 +144,13 @@ func (e *Embedded) own(ctx context.Context) error {
 		slog.Info("embedded postgres: adopting the server left running by a previous process", "dir", e.Dir)
 		return nil
 	}
-	if err := e.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", e.Dir, "-l", filepath.Join(e.Dir, "server.log")); err != nil {
+	buffers, err := sharedBuffers()
+	if err != nil {
+		e.release()
+		return fmt.Errorf("embedded postgres: %w", err)
+	}
+	if err := e.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", e.Dir, "-l", filepath.Join(e.Dir, "server.log"),
+		"-o", "-c shared_buffers="+buffers); err != nil {
 		e.release()
 		return fmt.Errorf("embedded postgres: start (see %s): %w", filepath.Join(e.Dir, "server.log"), err)
 	}
