@@ -139,14 +139,22 @@ func (d *DB) Calibration(ctx context.Context, model string) (charsPerToken float
 
 // Calibrate folds one observation into a model's calibration: the mean of
 // the first five, then an exponential moving average (weight 0.2), so the
-// estimate settles quickly and then follows slow drift.
+// estimate settles quickly and then follows slow drift. Every answer of a
+// model updates the same row, so its lock is held only for the statement:
+// the commit is asynchronous (a sample lost in a crash costs nothing),
+// where waiting for the disk under the lock queued every finishing answer
+// behind the others (1,000 streams: 4.4 ms a call, 1,600 calls in a row).
 func (d *DB) Calibrate(ctx context.Context, model string, charsPerToken float64) error {
-	_, err := d.q().Exec(ctx, `INSERT INTO model_calibration (model, chars_per_token, samples) VALUES ($1, $2, 1)
+	return d.InTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue("SET LOCAL synchronous_commit = off")
+		b.Queue(`INSERT INTO model_calibration (model, chars_per_token, samples) VALUES ($1, $2, 1)
 		ON CONFLICT (model) DO UPDATE SET
 			chars_per_token = model_calibration.chars_per_token
 				+ (EXCLUDED.chars_per_token - model_calibration.chars_per_token) / LEAST(model_calibration.samples + 1, 5),
 			samples = model_calibration.samples + 1, updated_at = now()`, model, charsPerToken)
-	return err
+		return tx.SendBatch(ctx, b).Close()
+	})
 }
 
 // UsageTotals sums a thread's answers.
