@@ -149,8 +149,15 @@ func (e *Embedded) own(ctx context.Context) error {
 		e.release()
 		return fmt.Errorf("embedded postgres: %w", err)
 	}
-	if err := e.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", e.Dir, "-l", filepath.Join(e.Dir, "server.log"),
-		"-o", "-c shared_buffers="+buffers); err != nil {
+	start := []string{"start", "-w", "-t", "60", "-D", e.Dir, "-l", filepath.Join(e.Dir, "server.log")}
+	err = e.run(ctx, "pg_ctl", append(start, "-o", "-c shared_buffers="+buffers)...)
+	if err != nil && os.Getenv("WEFT_PG_SHARED_BUFFERS") == "" {
+		// The size Weft chose could not be mapped (a strict overcommit
+		// limit, say): start with the cluster's own setting instead.
+		slog.Warn("embedded postgres: could not start with the chosen shared_buffers, starting with the cluster's own", "shared_buffers", buffers, "err", err)
+		err = e.run(ctx, "pg_ctl", start...)
+	}
+	if err != nil {
 		e.release()
 		return fmt.Errorf("embedded postgres: start (see %s): %w", filepath.Join(e.Dir, "server.log"), err)
 	}

@@ -55,3 +55,34 @@ func TestTheEmbeddedServerStartsWithTheSharedBuffersSetting(t *testing.T) {
 		}
 	}
 }
+
+// The limits that apply are the process's cgroup's and its parents', under
+// cgroup v2 and v1 alike.
+func TestCgroupLimitsWalkUpTheHierarchy(t *testing.T) {
+	files := map[string]int64{
+		"/sys/fs/cgroup/system.slice/memory.max":                 1 << 30,
+		"/sys/fs/cgroup/system.slice/weft.service/memory.max":    0, // "max"
+		"/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": 512 << 20,
+		"/sys/fs/cgroup/memory/docker/memory.limit_in_bytes":     0,
+		"/sys/fs/cgroup/memory/memory.limit_in_bytes":            0,
+	}
+	read := func(p string) int64 { return files[p] }
+	low := func(ls []int64) int64 {
+		var m int64
+		for _, l := range ls {
+			if l > 0 && (m == 0 || l < m) {
+				m = l
+			}
+		}
+		return m
+	}
+	if got := low(cgroupLimits("0::/system.slice/weft.service\n", read)); got != 1<<30 {
+		t.Errorf("cgroup v2 under a 1 GB slice: limit %d MB", got>>20)
+	}
+	if got := low(cgroupLimits("12:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n", read)); got != 512<<20 {
+		t.Errorf("cgroup v1 container of 512 MB: limit %d MB", got>>20)
+	}
+	if got := low(cgroupLimits("", read)); got != 0 {
+		t.Errorf("no cgroup: limit %d", got)
+	}
+}

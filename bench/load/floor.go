@@ -50,6 +50,7 @@ func floorChild(mode, source string) error {
 		resp, err := http.Get(source)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
+			done <- floorResult{} // the parent sees 0 lines
 			return
 		}
 		defer resp.Body.Close()
@@ -136,6 +137,10 @@ func floorOnce(ctx context.Context, mode string, lines int, gap time.Duration) (
 	resp, err := http.Get(strings.TrimSpace(url))
 	if err != nil {
 		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return 0, fmt.Errorf("floor child answered %s", resp.Status)
 	}
 	got, err := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()

@@ -161,6 +161,13 @@ func compare(cfg config) error {
 		_, err := run(cfg)
 		return err
 	}
+	if cfg.out != "" && !filepath.IsAbs(cfg.out) {
+		repo, err := repoRoot()
+		if err != nil {
+			return err
+		}
+		cfg.out = filepath.Join(repo, cfg.out)
+	}
 	base := cfg
 	base.rev = cfg.compare
 	if cfg.out != "" {
@@ -189,7 +196,7 @@ func compare(cfg config) error {
 	return nil
 }
 
-func run(cfg config) (b *bench, err error) {
+func run(cfg config) (_ *bench, err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
@@ -218,7 +225,7 @@ func run(cfg config) (b *bench, err error) {
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 
-	b = &bench{cfg: cfg, r: &report{out: os.Stdout}, tr: newTransport(), runID: strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
+	b := &bench{cfg: cfg, r: &report{out: os.Stdout}, tr: newTransport(), runID: strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
 	defer func() {
 		if err != nil {
 			b.r.printf("\nFAILED: %v", err)
