@@ -16,9 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"weft/chat"
 	"weft/db"
-	"weft/internal/fakeollama"
 	"weft/internal/testenv"
 	"weft/internal/testwait"
 )
@@ -207,12 +205,7 @@ func stOther(instance string) string { return map[string]string{"A": "B", "B": "
 
 func TestBrowserTwoInstancesBehindAProxyStreamResumeAndStopAnAnswerTheyDoNotRun(t *testing.T) {
 	t.Parallel()
-	store := testenv.NewDB(t)
-	fake := fakeollama.New(t)
-	apps := map[string]*testenv.App{
-		"A": testenv.Start(t, store, testenv.Options{Fake: fake, Chat: chat.Config{Instance: "A"}}),
-		"B": testenv.Start(t, store, testenv.Options{Fake: fake, Chat: chat.Config{Instance: "B"}}),
-	}
+	store, fake, apps := twoInstances(t)
 	lb := newSteering(t, store, apps)
 	u := chTab{t: t, ctx: testenv.Browser(t, 60*time.Second)}
 	u.do("register through the proxy",

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"weft/chat"
+	"weft/db"
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
 	"weft/internal/testwait"
@@ -41,6 +42,18 @@ func roundRobin(t *testing.T, backends ...*testenv.App) *httptest.Server {
 	ts := httptest.NewServer(proxy)
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+// twoInstances starts instances "A" and "B" on one database and one fake
+// model server.
+func twoInstances(t *testing.T) (*db.DB, *fakeollama.Server, map[string]*testenv.App) {
+	t.Helper()
+	store := testenv.NewDB(t)
+	fake := fakeollama.New(t)
+	return store, fake, map[string]*testenv.App{
+		"A": testenv.Start(t, store, testenv.Options{Fake: fake, Chat: chat.Config{Instance: "A"}}),
+		"B": testenv.Start(t, store, testenv.Options{Fake: fake, Chat: chat.Config{Instance: "B"}}),
+	}
 }
 
 // timedEvent is an event of a stream and when it arrived.
@@ -130,12 +143,7 @@ func answerTokens(from, to int) string {
 
 func TestTwoInstancesBehindARoundRobinProxyStreamStopAndResumeAcrossEachOther(t *testing.T) {
 	t.Parallel()
-	store := testenv.NewDB(t)
-	fake := fakeollama.New(t)
-	apps := map[string]*testenv.App{
-		"A": testenv.Start(t, store, testenv.Options{Fake: fake, Chat: chat.Config{Instance: "A"}}),
-		"B": testenv.Start(t, store, testenv.Options{Fake: fake, Chat: chat.Config{Instance: "B"}}),
-	}
+	store, fake, apps := twoInstances(t)
 	lb := roundRobin(t, apps["A"], apps["B"])
 	c := testenv.NewClient(t, lb.URL)
 	c.Register("roaming@example.com", password)
