@@ -113,9 +113,7 @@ func (rt *Runtime) note(n db.Note) {
 		}
 		rt.notes.wake(n.ID, false)
 	case db.NoteFollow:
-		if lr := rt.liveRun(n.ID); lr != nil {
-			rt.progress.follow(lr, time.Now().Add(followTTL))
-		}
+		rt.progress.follow(n.ID, time.Now().Add(followTTL))
 	case db.NoteQueued:
 		rt.noteQueued(n.ID)
 	}

@@ -23,6 +23,8 @@ type progressWriter struct {
 	fast  time.Duration // rounds of the runs followed elsewhere
 
 	followed map[int64]time.Time // run → until when it is followed (guarded by mu)
+	// run → until when: followed before it was added here (guarded by mu)
+	pendingFollow map[int64]time.Time
 
 	round sync.Mutex // held for a round: forget waits for the one in flight
 	mu    sync.Mutex
@@ -35,7 +37,7 @@ type progressWriter struct {
 
 func newProgressWriter(store Store, every, fast time.Duration) *progressWriter {
 	return &progressWriter{store: store, every: every, fast: fast, runs: map[int64]*liveRun{},
-		followed: map[int64]time.Time{}, wakeC: make(chan struct{}, 1), stopC: make(chan struct{})}
+		followed: map[int64]time.Time{}, pendingFollow: map[int64]time.Time{}, wakeC: make(chan struct{}, 1), stopC: make(chan struct{})}
 }
 
 // start runs the writer until stop.
@@ -69,13 +71,18 @@ func (w *progressWriter) start() {
 	}()
 }
 
-// follow saves lr's progress every w.fast until then (someone follows it
-// from another instance), beginning with a round now.
-func (w *progressWriter) follow(lr *liveRun, until time.Time) {
+// follow saves run's progress every w.fast until then (someone follows it
+// from another instance), beginning with a round now. A run not saved here
+// yet keeps the interest until it is added: the follower's note can come
+// between the run's claim and its start, and would otherwise be lost until
+// the follower renews it (followRenew), its first seconds saved slowly.
+func (w *progressWriter) follow(run int64, until time.Time) {
 	w.mu.Lock()
-	_, known := w.runs[lr.id]
+	_, known := w.runs[run]
 	if known {
-		w.followed[lr.id] = until
+		w.followed[run] = until
+	} else {
+		w.pendingFollow[run] = until
 	}
 	w.mu.Unlock()
 	if known {
@@ -92,6 +99,11 @@ func (w *progressWriter) anyFollowed() bool {
 	for id, until := range w.followed {
 		if now.After(until) {
 			delete(w.followed, id)
+		}
+	}
+	for id, until := range w.pendingFollow {
+		if now.After(until) {
+			delete(w.pendingFollow, id) // a run of another instance, or one that never started
 		}
 	}
 	return len(w.followed) > 0
@@ -129,8 +141,19 @@ func (w *progressWriter) stop() {
 // add saves lr's text from now on.
 func (w *progressWriter) add(lr *liveRun) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.runs[lr.id] = lr
+	until, pending := w.pendingFollow[lr.id]
+	if pending {
+		delete(w.pendingFollow, lr.id)
+		pending = time.Now().Before(until)
+		if pending {
+			w.followed[lr.id] = until
+		}
+	}
+	w.mu.Unlock()
+	if pending {
+		w.wake()
+	}
 }
 
 // forget stops saving lr's text; when it returns no round writes it any

@@ -46,6 +46,7 @@ func sideBySide(r *report, cfg config, base, head *bench) {
 	if cfg.modes["instances"] {
 		row("cross-instance delta p50", msf(base.crossP50), msf(head.crossP50), "ms")
 		row("cross-instance delta p99", msf(base.crossP99), msf(head.crossP99), "ms")
+		row("cross-instance delta p99, 20 answers at once", msf(base.crossConcP99), msf(head.crossConcP99), "ms")
 		row("Stop across instances p99", msf(base.stopP99), msf(head.stopP99), "ms")
 	}
 	if cfg.modes["idle"] {

@@ -77,6 +77,9 @@ func (b *bench) instances(ctx context.Context) error {
 		if v.conc == 1 && len(onSecond) > 0 {
 			b.crossP50, b.crossP99 = onSecond.sorted().pct(0.5), onSecond.sorted().pct(0.99)
 		}
+		if v.conc > 1 && len(onSecond) > 0 {
+			b.crossConcP99 = onSecond.sorted().pct(0.99)
+		}
 	}
 
 	// Stop on the second while the first runs the answer.

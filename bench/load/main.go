@@ -85,6 +85,7 @@ type bench struct {
 	bin                           string // the weft binary (a second instance runs it too)
 
 	crossP50, crossP99, stopP99 time.Duration
+	crossConcP99                time.Duration // 20 answers followed at once
 }
 
 type listFlag []string
