@@ -125,8 +125,11 @@ func (c *OllamaClient) Chat(ctx context.Context, req *api.ChatRequest, fn api.Ch
 		// refuses takes the official client's two steps, for the same
 		// error. Zeroed first, so nothing of the last line is reused.
 		l = chatLine{}
-		if json.Unmarshal(line, &l) != nil {
-			return officialLine(line, fn)
+		if !fastChatLine(line, &l) {
+			l = chatLine{}
+			if json.Unmarshal(line, &l) != nil {
+				return officialLine(line, fn)
+			}
 		}
 		if l.Error != "" {
 			return errors.New(l.Error)
