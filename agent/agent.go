@@ -55,8 +55,11 @@ type Agent struct {
 	search Searcher
 	fetch  func(ctx context.Context, url string) (FetchResult, error)
 	cfg    Config
-	tools  []Tool
+	tools  []Tool // the built-ins
 	byName map[string]Tool
+
+	provMu    sync.RWMutex
+	providers []Provider
 
 	mu    sync.Mutex
 	wakes map[int64]chan struct{} // per run: a decision arrived here
@@ -91,8 +94,87 @@ func BuiltinTools() []Tool {
 	return out
 }
 
-// Tools lists the agent's tools.
-func (a *Agent) Tools() []Tool { return a.tools }
+// Provider offers tools beside the built-ins: an MCP server's, the
+// sandboxed shell, skills. Its tools are under the same governance as the
+// built-ins: workspace rules, approvals, the one "why unavailable"
+// projection, the trace and the debug view.
+type Provider interface {
+	// Tools lists the provider's tools as they are now; a tool that cannot
+	// run (its server is down, it was removed, the sandbox is missing) is
+	// listed with Unavailable set, so that every page says why. It must
+	// not block: it answers from what the provider already knows.
+	Tools() []Tool
+}
+
+// Prompter is a Provider that adds to the agent's execution context (the
+// skills list). Its text is assembled per request, in the system message,
+// and never stored in the run's history, so resuming or compacting a run
+// never duplicates it.
+type Prompter interface {
+	Prompt(ctx context.Context, env *Env) string
+}
+
+// AddProvider adds a provider of tools; a name already taken (by a
+// built-in or an earlier provider) keeps its first owner.
+func (a *Agent) AddProvider(p Provider) {
+	a.provMu.Lock()
+	defer a.provMu.Unlock()
+	a.providers = append(a.providers, p)
+}
+
+// Tools lists the agent's tools now: the built-ins, then every provider's.
+func (a *Agent) Tools() []Tool {
+	a.provMu.RLock()
+	provs := a.providers
+	a.provMu.RUnlock()
+	if len(provs) == 0 {
+		return a.tools
+	}
+	out := append([]Tool(nil), a.tools...)
+	seen := make(map[string]bool, len(out))
+	for _, t := range out {
+		seen[t.Name] = true
+	}
+	for _, p := range provs {
+		for _, t := range p.Tools() {
+			if t.Name == "" || seen[t.Name] {
+				continue
+			}
+			seen[t.Name] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// tool finds a tool by name among Tools.
+func (a *Agent) tool(name string) (Tool, bool) {
+	if t, ok := a.byName[name]; ok {
+		return t, true
+	}
+	for _, t := range a.Tools() {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
+// prompts is what the providers add to the execution context.
+func (a *Agent) prompts(ctx context.Context, env *Env) []string {
+	a.provMu.RLock()
+	provs := a.providers
+	a.provMu.RUnlock()
+	var out []string
+	for _, p := range provs {
+		if pr, ok := p.(Prompter); ok {
+			if s := pr.Prompt(ctx, env); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
 
 // Root returns a workspace's folder (not created).
 func (a *Agent) Root(ws db.Workspace) string {

@@ -26,7 +26,7 @@ func (x *run) runCall(ctx context.Context) error {
 	} else if s, err = x.a.store.StepByID(ctx, x.r.ID, p.Step); err != nil {
 		return fmt.Errorf("load tool call: %w", err)
 	}
-	tool, known := x.a.byName[p.Name]
+	tool, known := x.a.tool(p.Name)
 	if !known {
 		return x.finishCall(ctx, s, db.StepRefused, Result{}, "", fmt.Sprintf("There is no tool named %q.", p.Name))
 	}
@@ -76,7 +76,7 @@ func (x *run) runCall(ctx context.Context) error {
 		return x.ask(ctx, s, args)
 	}
 	x.running(ctx)
-	if tool.Class == ClassWrite {
+	if tool.Class.Effects() {
 		if p.Started {
 			// The server stopped while this call ran: it may have taken
 			// effect, so it is not made again.

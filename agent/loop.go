@@ -41,7 +41,7 @@ func (x *run) loop(ctx context.Context) chat.AgentResult {
 	if err != nil {
 		return x.result(false, err)
 	}
-	asm, err := x.h.Assemble(ctx, x.routeContext(avail))
+	asm, err := x.h.Assemble(ctx, x.routeContext(ctx, avail))
 	if err != nil {
 		return x.result(false, err)
 	}
@@ -87,8 +87,10 @@ func (x *run) availability(ctx context.Context) ([]Availability, error) {
 	return x.a.ExplainAll(rules, grants, x.r.Model, has, known), nil
 }
 
-// routeContext is the agent's execution context in the system message.
-func (x *run) routeContext(avail []Availability) string {
+// routeContext is the agent's execution context in the system message:
+// assembled for each request from the tools, rules and providers' parts
+// (the skills list) as they are now, never stored in the run's history.
+func (x *run) routeContext(ctx context.Context, avail []Availability) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are working as an agent in the workspace folder %q. Use the tools to act. "+
 		"File paths are relative to that folder and cannot leave it.\n", x.env.Root)
@@ -108,6 +110,12 @@ func (x *run) routeContext(avail []Availability) string {
 	}
 	if len(off) > 0 {
 		b.WriteString("Unavailable tools: " + strings.Join(off, "; ") + ".\n")
+	}
+	for _, p := range x.a.prompts(ctx, x.env) {
+		b.WriteString(p)
+		if !strings.HasSuffix(p, "\n") {
+			b.WriteString("\n")
+		}
 	}
 	b.WriteString("When you are done, answer the user in plain words and say which files you changed.")
 	return b.String()

@@ -17,7 +17,7 @@ const (
 // tools run without asking, changes ask first, the network is off.
 func Defaults(c Class) (enabled bool, mode string) {
 	switch c {
-	case ClassWrite:
+	case ClassWrite, ClassExec:
 		return true, ModeAsk
 	case ClassNetwork:
 		return false, ModeAsk
@@ -62,6 +62,8 @@ func Explain(t Tool, rule *db.ToolPolicy, granted bool, model string, modelTools
 		av.Mode = ModeAuto // a question is itself asking the user
 	}
 	switch {
+	case t.Unavailable != "":
+		av.Reason = t.Unavailable
 	case !av.Enabled && !av.Rule && t.Class == ClassNetwork:
 		av.Reason = "Off by default: it reaches the internet. Enable it in this workspace's tool settings."
 	case !av.Enabled:
@@ -81,8 +83,9 @@ func Explain(t Tool, rule *db.ToolPolicy, granted bool, model string, modelTools
 
 // ExplainAll lists the availability of every tool for a thread.
 func (a *Agent) ExplainAll(rules map[string]db.ToolPolicy, grants map[string]bool, model string, modelTools, modelKnown bool) []Availability {
-	out := make([]Availability, 0, len(a.tools))
-	for _, t := range a.tools {
+	tools := a.Tools()
+	out := make([]Availability, 0, len(tools))
+	for _, t := range tools {
 		var rule *db.ToolPolicy
 		if p, ok := rules[t.Name]; ok {
 			rule = &p

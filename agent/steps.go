@@ -52,7 +52,7 @@ func (x *run) load(ctx context.Context) error {
 		slog.Error("create workspace folder", "workspace", x.ws.ID, "err", err)
 		return usererr.New("The workspace folder could not be created on the server. Ask the administrator to check WEFT_DATA_DIR.")
 	}
-	x.env = &Env{Root: root, User: x.r.OwnerID, Thread: x.r.ThreadID, Fetch: x.a.fetch}
+	x.env = &Env{Root: root, User: x.r.OwnerID, Thread: x.r.ThreadID, Workspace: x.ws.ID, Run: x.r.ID, Fetch: x.a.fetch}
 	if x.a.search != nil {
 		x.env.SearchKB = x.searchKB
 	}

@@ -28,7 +28,16 @@ const (
 	ClassWrite   Class = "write"   // changes the workspace: ask by default
 	ClassNetwork Class = "network" // reaches the internet: disabled by default
 	ClassAsk     Class = "ask"     // asks the user: auto, it is itself a question
+	// ClassExec runs programs or calls other servers whose effects Weft
+	// cannot see in advance (run_command, MCP tools not marked read-only):
+	// ask by default, and, like a write, never made again by a resumed run
+	// that finds it started.
+	ClassExec Class = "exec"
 )
+
+// Effects reports whether a call of the class may change something, so
+// that a run resumed after a crash must not make it again.
+func (c Class) Effects() bool { return c == ClassWrite || c == ClassExec }
 
 // Param is one argument of a tool.
 type Param struct {
@@ -40,12 +49,24 @@ type Param struct {
 	Items       any // the JSON schema of array items, when Type is "array"
 }
 
-// Tool is one built-in tool.
+// Tool is one tool: a built-in, or one a Provider offers (an MCP server's,
+// the sandboxed shell, skills).
 type Tool struct {
 	Name        string
 	Description string
 	Class       Class
 	Params      []Param
+	// Schema, when set, is the arguments' JSON schema as given whole (an
+	// MCP server's input schema); Params is then unused.
+	Schema *api.ToolFunctionParameters
+	// Origin says where a tool comes from, shown beside it ("" for the
+	// built-ins, "MCP server docs" for a server's tools).
+	Origin string
+	// Unavailable says why the tool cannot run now, whatever the
+	// workspace's rules ("The MCP server docs is not reachable: …", "The
+	// sandbox cannot be set up on this server: …"); "" when it can. Every
+	// page and the run trace show it as the tool's reason.
+	Unavailable string
 	// Run executes the tool. An error the model should see and correct
 	// (bad arguments, a missing file, a path outside the workspace) is a
 	// *ToolError; any other error is reported to the model as a failed
@@ -100,6 +121,13 @@ type Env struct {
 	SearchKB func(ctx context.Context, query string, topK int) ([]KBHit, error)
 	// Fetch fetches a web page (nil: web fetch is not configured).
 	Fetch func(ctx context.Context, url string) (FetchResult, error)
+	// Workspace and Run identify the call's workspace and run.
+	Workspace int64
+	Run       int64
+	// Progress, when set, reports a long call's progress (a command's
+	// output so far, an MCP server's progress notification); it never
+	// blocks for long. Tools may call it from any goroutine.
+	Progress func(text string)
 }
 
 // KBHit is one knowledge-base search result.
@@ -191,6 +219,16 @@ var ErrUnknownTool = errors.New("unknown tool")
 
 // apiTool is the tool's declaration for the model.
 func (t Tool) apiTool() api.Tool {
+	if t.Schema != nil {
+		params := *t.Schema
+		if params.Type == "" {
+			params.Type = "object"
+		}
+		if params.Properties == nil {
+			params.Properties = api.NewToolPropertiesMap()
+		}
+		return api.Tool{Type: "function", Function: api.ToolFunction{Name: t.Name, Description: t.Description, Parameters: params}}
+	}
 	props := api.NewToolPropertiesMap()
 	var required []string
 	for _, p := range t.Params {

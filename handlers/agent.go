@@ -79,7 +79,7 @@ func (h *agentTools) toolStates(ctx context.Context, user int64, ws db.Workspace
 	list := h.ag.ExplainAll(rules, grants, model, has, known)
 	out := make([]views.ToolState, len(list))
 	for i, av := range list {
-		out[i] = views.ToolState{Name: av.Tool.Name, Description: av.Tool.Description, Class: string(av.Tool.Class),
+		out[i] = views.ToolState{Name: av.Tool.Name, Description: av.Tool.Description, Class: string(av.Tool.Class), Origin: av.Tool.Origin,
 			Enabled: av.Enabled, Mode: av.Mode, Rule: av.Rule, Available: av.Available, Asks: av.Asks, Reason: av.Reason}
 	}
 	return out, nil
@@ -139,14 +139,23 @@ func (h *agentPages) saveSettings(w http.ResponseWriter, r *http.Request) {
 		h.renderSettings(w, r, http.StatusUnprocessableEntity, u.ID, ws, false, "The step limit must be a whole number from 1 to 200.")
 		return
 	}
-	for _, t := range h.ag.Tools() {
+	// Tools come and go with their MCP servers: a tool the form did not
+	// show (it appeared after the page was served) keeps its rule.
+	tools := h.ag.Tools()
+	shown := tools[:0:0]
+	for _, t := range tools {
+		if r.PostForm.Has("mode_" + t.Name) {
+			shown = append(shown, t)
+		}
+	}
+	for _, t := range shown {
 		mode := r.PostForm.Get("mode_" + t.Name)
 		if mode != agent.ModeAuto && mode != agent.ModeAsk && mode != agent.ModeDeny {
 			h.renderSettings(w, r, http.StatusUnprocessableEntity, u.ID, ws, false, fmt.Sprintf("Choose a mode for %s.", t.Name))
 			return
 		}
 	}
-	for _, t := range h.ag.Tools() {
+	for _, t := range shown {
 		enabled := r.PostForm.Get("enabled_"+t.Name) == "on"
 		if err := h.store.SetToolPolicy(r.Context(), u.ID, ws.ID, t.Name, enabled, r.PostForm.Get("mode_"+t.Name)); err != nil {
 			storeError(w, r, err)

@@ -59,6 +59,7 @@ type ToolState struct {
 	Name        string
 	Description string
 	Class       string
+	Origin      string // where the tool comes from ("" for the built-ins)
 	Enabled     bool
 	Mode        string // auto, ask or deny
 	Rule        bool   // set by a workspace rule (not the default)

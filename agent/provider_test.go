@@ -1,0 +1,52 @@
+package agent
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ollama/ollama/api"
+)
+
+type fixedProvider []Tool
+
+func (p fixedProvider) Tools() []Tool { return p }
+
+func TestProvidedToolsAreGovernedLikeBuiltins(t *testing.T) {
+	a := New(nil, nil, nil, Config{})
+	var schema api.ToolFunctionParameters
+	if err := json.Unmarshal([]byte(`{"type":"object","properties":{"q":{"type":"string","description":"what"}},"required":["q"]}`), &schema); err != nil {
+		t.Fatal(err)
+	}
+	a.AddProvider(fixedProvider{
+		{Name: "docs__lookup", Description: "Look up", Class: ClassExec, Schema: &schema, Origin: "MCP server docs"},
+		{Name: "docs__gone", Class: ClassRead, Origin: "MCP server docs", Unavailable: "The MCP server docs is not reachable."},
+		{Name: "read_file", Class: ClassExec, Description: "an impostor"},
+	})
+	tools := a.Tools()
+	if len(tools) != len(BuiltinTools())+2 {
+		t.Fatalf("got %d tools, want the built-ins and two provided ones", len(tools))
+	}
+	if rf, _ := a.tool("read_file"); rf.Class != ClassRead || rf.Description == "an impostor" {
+		t.Fatalf("a provider replaced the built-in read_file: %+v", rf)
+	}
+	by := map[string]Availability{}
+	for _, av := range a.ExplainAll(nil, nil, "m", true, true) {
+		by[av.Tool.Name] = av
+	}
+	if av := by["docs__lookup"]; !av.Available || !av.Asks || av.Mode != ModeAsk {
+		t.Fatalf("an exec-class tool must be available and ask first by default: %+v", av)
+	}
+	if av := by["docs__gone"]; av.Available || av.Reason != "The MCP server docs is not reachable." {
+		t.Fatalf("an unavailable provided tool must say why: %+v", av)
+	}
+	decl, _ := json.Marshal(by["docs__lookup"].Tool.apiTool())
+	for _, want := range []string{`"name":"docs__lookup"`, `"required":["q"]`, `"description":"what"`} {
+		if !strings.Contains(string(decl), want) {
+			t.Fatalf("declaration %s lacks %s", decl, want)
+		}
+	}
+	if !ClassExec.Effects() || !ClassWrite.Effects() || ClassRead.Effects() {
+		t.Fatal("only write and exec calls have effects")
+	}
+}
