@@ -35,6 +35,7 @@ type agentRunner interface {
 	ExplainAll(rules map[string]db.ToolPolicy, grants map[string]bool, model string, modelTools, modelKnown bool) []agent.Availability
 	Decide(ctx context.Context, user, step int64, decision string) (db.Step, error)
 	AnswerQuestion(ctx context.Context, user, step int64, answers []string, get func(ctx context.Context, user, id int64) (db.Step, db.Run, error)) (db.Step, error)
+	Skills(ctx context.Context, user int64, ws db.Workspace) ([]agent.Skill, error)
 }
 
 type resumer interface {
@@ -114,8 +115,13 @@ func (h *agentPages) renderSettings(w http.ResponseWriter, r *http.Request, stat
 		serverError(w, r, err)
 		return
 	}
+	skills, err := h.skillStates(r.Context(), user, ws)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
 	h.shell.page(w, r, status, "Tools", views.ToolSettingsPage(views.ToolSettings{
-		Workspace: ws, Root: h.ag.Root(ws), Tools: tools, Saved: saved, Error: msg}))
+		Workspace: ws, Root: h.ag.Root(ws), Tools: tools, Saved: saved, Error: msg, Skills: skills}))
 }
 
 // saveSettings serves POST /tools.
@@ -161,6 +167,10 @@ func (h *agentPages) saveSettings(w http.ResponseWriter, r *http.Request) {
 			storeError(w, r, err)
 			return
 		}
+	}
+	if err := h.saveSkills(r.Context(), u.ID, ws, r.PostForm); err != nil {
+		storeError(w, r, err)
+		return
 	}
 	if err := h.store.SetAgentMaxSteps(r.Context(), u.ID, ws.ID, steps); err != nil {
 		storeError(w, r, err)

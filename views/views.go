@@ -75,6 +75,17 @@ type ToolSettings struct {
 	Tools     []ToolState
 	Saved     bool
 	Error     string
+	Skills    []SkillState
+}
+
+// SkillState is one skill on the tool settings page (from agent.Skill).
+type SkillState struct {
+	Name        string
+	Description string
+	Origin      string // workspace or instance
+	Overrides   bool   // a workspace skill replacing an instance one
+	Enabled     bool
+	Problem     string // why it cannot be used ("" when valid)
 }
 
 // DebugRun is an agent run with its steps, for the debug view.

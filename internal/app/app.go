@@ -16,6 +16,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"time"
 
 	"weft/agent"
@@ -111,6 +112,9 @@ func New(store *db.DB, cfg Config) (*App, error) {
 		cfg.Fetch = agent.NewFetcher().Fetch
 	}
 	ag := agent.New(store, kb, cfg.Fetch, cfg.Agent)
+	// Instance skills live beside the workspaces (WEFT_DATA_DIR/skills);
+	// each workspace's own, in its .weft/skills, replace them by name.
+	ag.AddProvider(agent.NewSkills(filepath.Join(cfg.Agent.DataDir, "skills"), store))
 	cfg.Chat.OllamaHost, cfg.Chat.Retriever, cfg.Chat.Agent = host, kb, ag
 	cfg.Chat.Blobs, cfg.Chat.Answered, cfg.Chat.Files = ms.Blobs, ms.Answered, ms
 	if cfg.Chat.UserMaxBytes == 0 {
