@@ -1,0 +1,146 @@
+// Reading skills from disk: the skills folders, each skill's SKILL.md and
+// the files beside it, always through an *os.Root.
+
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// instance opens the instance skills folder (nil: there is none).
+func (s *Skills) instance() *os.Root {
+	if s.dir == "" {
+		return nil
+	}
+	r, err := os.OpenRoot(s.dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			slog.Warn("skills: open the instance skills folder", "dir", s.dir, "err", err)
+		}
+		return nil
+	}
+	return r
+}
+
+// workspaceSkills opens a workspace's skills folder, inside the workspace
+// (nil: there is none).
+func workspaceSkills(root string) *os.Root {
+	if root == "" {
+		return nil
+	}
+	ws, err := os.OpenRoot(root)
+	if err != nil {
+		return nil
+	}
+	defer ws.Close()
+	r, err := ws.OpenRoot(filepath.FromSlash(WorkspaceSkillsDir))
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// scanSkills reads the skills of one skills folder and closes it. Every
+// folder in it is a skill, valid or not; other entries are ignored.
+func scanSkills(base *os.Root, origin string) []Skill {
+	if base == nil {
+		return nil
+	}
+	defer base.Close()
+	d, err := base.Open(".")
+	if err != nil {
+		return nil
+	}
+	entries, _ := d.ReadDir(maxSkillScan)
+	d.Close()
+	var out []Skill
+	for _, e := range entries {
+		name := e.Name()
+		sk := Skill{Name: name, Origin: origin}
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			sk.Problem = "It is a symbolic link: a skill must be a folder of its own."
+		case !e.IsDir():
+			continue
+		case !ValidSkillName(name):
+			sk.Name = clip(strings.ToValidUTF8(name, "?"), maxSkillNameBytes)
+			sk.Problem = "Its folder name is not a skill name: use 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit."
+		default:
+			sk.Description, _, sk.Problem = loadSkill(base, name)
+		}
+		out = append(out, sk)
+	}
+	return out
+}
+
+// loadSkill reads and checks one skill's SKILL.md: its description and
+// body, or the problem that makes it unusable.
+func loadSkill(base *os.Root, folder string) (description, body, problem string) {
+	dir, err := base.OpenRoot(folder)
+	if err != nil {
+		return "", "", "Its folder cannot be opened."
+	}
+	defer dir.Close()
+	data, err := readSkillFile(dir, "SKILL.md")
+	if err != nil {
+		var te *ToolError
+		if errors.As(err, &te) {
+			return "", "", te.Msg
+		}
+		return "", "", "Its SKILL.md cannot be read."
+	}
+	fm, body, err := parseSkill(data)
+	if err != nil {
+		return "", "", err.Error()
+	}
+	if fm.name != "" && fm.name != folder {
+		return "", "", fmt.Sprintf("Its front matter names it %q, but its folder is %q: the two must match.", clip(fm.name, maxSkillNameBytes), folder)
+	}
+	desc := strings.Join(strings.Fields(fm.description), " ")
+	if desc == "" {
+		return "", "", "Its front matter has no description: the agent chooses skills by their descriptions."
+	}
+	return clipBytes(desc, maxSkillDescBytes), body, ""
+}
+
+// readSkillFile reads a text file of a skill folder, at most maxSkillBytes,
+// never through a symbolic link leading out of the folder.
+func readSkillFile(dir *os.Root, rel string) ([]byte, error) {
+	f, fi, err := openRegular(dir, rel)
+	if err != nil {
+		if errorsEscape(err) {
+			return nil, Errorf("%s leads outside the skill's folder.", rel)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	tooBig := Errorf("%s is over the 64 KiB limit of a skill file.", rel)
+	if fi.Size() > maxSkillBytes {
+		return nil, tooBig
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxSkillBytes+1))
+	if err != nil {
+		return nil, Errorf("%s cannot be read.", rel)
+	}
+	if len(data) > maxSkillBytes {
+		return nil, tooBig
+	}
+	if isBinary(data) {
+		return nil, Errorf("%s is not a text file.", rel)
+	}
+	return []byte(strings.ToValidUTF8(string(data), "\uFFFD")), nil
+}
+
+// errorsEscape recognizes fileError's text for an escape (openRegular has
+// already turned os.Root's refusal into a *ToolError).
+func errorsEscape(err error) bool {
+	var te *ToolError
+	return errors.As(err, &te) && strings.HasPrefix(te.Msg, errOutside)
+}
