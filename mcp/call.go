@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,6 +22,11 @@ import (
 // maxResult caps the text a call gives the model, as the built-ins cap
 // theirs.
 const maxResult = 64 << 10
+
+// codeRejected is the SDK's error code for a request its transport could
+// not deliver (jsonrpc2.ErrRejected): the server is unreachable, it did not
+// refuse the call.
+const codeRejected = -32005
 
 var (
 	errServerTimeout = errors.New("the MCP server's timeout")
@@ -64,7 +68,7 @@ func (s *server) call(ctx context.Context, env *agent.Env, tool string, args age
 			return agent.Result{}, agent.Errorf("The MCP server %s did not answer within %s, so the call was stopped.", s.name, s.cfg.callTimeout())
 		}
 		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
+		if errors.As(err, &werr) && werr.Code != codeRejected {
 			return agent.Result{}, agent.Errorf("The MCP server %s refused the call: %s", s.name, clipRunes(werr.Message, 1000))
 		}
 		signal(s.broken)
@@ -171,7 +175,7 @@ func shortReason(err error) string {
 	case errors.As(err, &exitErr), errors.Is(err, sdk.ErrConnectionClosed), strings.Contains(msg, "closed the connection"),
 		strings.Contains(msg, "EOF"), strings.Contains(msg, "broken pipe"):
 		return "the connection closed"
-	case errors.As(err, &werr):
+	case errors.As(err, &werr) && werr.Code != codeRejected:
 		return "it answered with an error"
 	case strings.Contains(msg, "401") || strings.Contains(msg, "403") || strings.Contains(strings.ToLower(msg), "unauthorized"):
 		return "it refused Weft's credentials"
@@ -227,5 +231,3 @@ func (s *server) progressed(p *sdk.ProgressNotificationParams) {
 	}
 	report(clipRunes(text, 500))
 }
-
-var _ = time.Second
