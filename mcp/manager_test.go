@@ -75,7 +75,9 @@ func TestAServersToolsAreListedAndCalledOverBothTransports(t *testing.T) {
 		cfg  func(t *testing.T) mcp.ServerConfig
 	}{
 		{"streamable HTTP", func(t *testing.T) mcp.ServerConfig { return mcptest.StartHTTP(t).Config() }},
-		{"stdio", func(t *testing.T) mcp.ServerConfig { return mcptest.StdioConfig(t, map[string]string{"GREETING": "hello"}) }},
+		{"stdio", func(t *testing.T) mcp.ServerConfig {
+			return mcptest.StdioConfig(t, map[string]string{"GREETING": "hello"})
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
