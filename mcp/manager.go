@@ -29,7 +29,8 @@ type Config struct {
 	// Retry is the first wait before reconnecting a server that failed
 	// (1 s); each failure doubles it, up to RetryMax (1 min).
 	Retry, RetryMax time.Duration
-	// Ping is how often a connected server is checked (30 s).
+	// Ping is how often a connected server is checked, by listing its
+	// tools again (30 s).
 	Ping time.Duration
 	// Connect caps connecting and listing the tools (20 s).
 	Connect time.Duration

@@ -134,7 +134,9 @@ func (s *server) session(ctx context.Context) (connected bool, err error) {
 				return true, withStderr(err, stderr)
 			}
 		case <-tick.C:
-			if err := s.ping(ctx, sess); err != nil {
+			// Listing the tools is the check: it also catches a change
+			// whose notification was missed, or never sent.
+			if err := s.list(ctx, sess); err != nil {
 				return true, withStderr(err, stderr)
 			}
 		}
