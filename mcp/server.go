@@ -134,8 +134,12 @@ func (s *server) session(ctx context.Context) (connected bool, err error) {
 				return true, withStderr(err, stderr)
 			}
 		case <-tick.C:
-			// Listing the tools is the check: it also catches a change
-			// whose notification was missed, or never sent.
+			// A ping reaches the server whatever the SDK caches; listing
+			// the tools again catches a change whose notification was
+			// missed, or never sent.
+			if err := s.ping(ctx, sess); err != nil {
+				return true, withStderr(err, stderr)
+			}
 			if err := s.list(ctx, sess); err != nil {
 				return true, withStderr(err, stderr)
 			}
