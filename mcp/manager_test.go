@@ -3,6 +3,8 @@ package mcp_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -270,4 +272,34 @@ func TestASlowCallIsCutAtTheTimeoutAndStopCancelsIt(t *testing.T) {
 		t.Errorf("the stop took %s", d)
 	}
 	testwait.For(t, "the server hears the stopped call was cancelled", 10*time.Second, func() bool { return srv.Cancelled.Load() == 2 })
+}
+
+// Start never waits for a server: one that accepts but never answers is
+// "connecting" while the rest of Weft runs, and Close ends the attempt.
+func TestStartAndCloseDoNotWaitForAServerThatNeverAnswers(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); hang.Close() })
+	cfg := quick(map[string]mcp.ServerConfig{"mute": {URL: hang.URL}})
+	cfg.Connect = time.Minute
+	m := mcp.New(testenv.NewDB(t), cfg)
+	started := time.Now()
+	m.Start(context.Background())
+	if d := time.Since(started); d > 2*time.Second {
+		t.Errorf("Start took %s", d)
+	}
+	if st := m.Status().Servers[0]; st.State != mcp.StateConnecting {
+		t.Errorf("a server that has not answered yet is %s", st.State)
+	}
+	started = time.Now()
+	m.Close()
+	if d := time.Since(started); d > 2*time.Second {
+		t.Errorf("Close took %s", d)
+	}
 }
