@@ -16,6 +16,7 @@ import (
 	"weft/extract"
 	"weft/handlers"
 	"weft/internal/app"
+	"weft/mcp"
 	"weft/media"
 	"weft/rag"
 )
@@ -51,6 +52,7 @@ type config struct {
 	userBytes    int64
 	kbWebOff     bool
 	s3           *media.S3Config // nil: blobs under WEFT_DATA_DIR/blobs
+	mcp          mcp.Config      // WEFT_MCP_CONFIG
 }
 
 func loadConfig() (config, error) {
@@ -140,6 +142,15 @@ func loadConfig() (config, error) {
 	}
 	if c.s3, err = s3Config(); err != nil {
 		return c, err
+	}
+	// An MCP configuration that does not parse stops start-up here, with
+	// the server and field at fault; /reload-mcp re-reads it later.
+	if path := os.Getenv("WEFT_MCP_CONFIG"); path != "" {
+		servers, err := mcp.LoadFile(path)
+		if err != nil {
+			return c, err
+		}
+		c.mcp = mcp.Config{File: path, Servers: servers}
 	}
 	grace, err := envInt("WEFT_SHUTDOWN_GRACE_SECONDS", 10, 0)
 	if err != nil {
@@ -234,6 +245,7 @@ func appConfig(cfg config) app.Config {
 		MaxCtx:       cfg.maxCtx,
 		DataDir:      cfg.dataDir,
 		Chat:         chat.Config{Instance: cfg.instance, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt},
+		MCP:          cfg.mcp,
 		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes, WebOff: cfg.kbWebOff},
 		Media: media.Config{Limits: media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles},
 			Workers: cfg.mediaWorkers, MaxPendingPerUser: cfg.mediaPending},

@@ -2,13 +2,16 @@ package handlers
 
 import (
 	"context"
-	"github.com/a-h/templ"
+	"log/slog"
 	"net/http"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/a-h/templ"
+
 	"weft/chat"
 	"weft/db"
+	"weft/mcp"
 	"weft/views"
 )
 
@@ -25,6 +28,15 @@ type admin struct {
 	// servers describes the model servers when there are several (nil
 	// with one).
 	servers func() []chat.ServerStatus
+	// mcp is the MCP servers (nil: WEFT_MCP_CONFIG is not set).
+	mcp MCPServers
+}
+
+// MCPServers is the MCP servers as /admin shows and reloads them
+// (implemented by mcp.Manager).
+type MCPServers interface {
+	Status() mcp.Status
+	Reload(ctx context.Context) error
 }
 
 func (h *admin) show(w http.ResponseWriter, r *http.Request) {
@@ -53,6 +65,11 @@ func (h *admin) show(w http.ResponseWriter, r *http.Request) {
 	parts := []templ.Component{views.AdminPage(mode, prompt, r.URL.Query().Has("saved")), views.AdminMedia(ms)}
 	if st := h.servers(); len(st) > 0 {
 		parts = append(parts, views.AdminServers(st))
+	}
+	if h.mcp != nil {
+		parts = append(parts, views.AdminMCP(h.mcp.Status(), r.URL.Query().Has("mcp-reloaded")))
+	} else {
+		parts = append(parts, views.AdminMCPOff())
 	}
 	h.shell.page(w, r, http.StatusOK, "Administration", templ.Join(parts...))
 }
@@ -87,6 +104,22 @@ func (h *admin) setSystemPrompt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, "/admin?saved")
+}
+
+// reloadMCP reads WEFT_MCP_CONFIG again and reconnects every server; a
+// file that does not parse leaves the servers as they were and its error
+// is shown on /admin.
+func (h *admin) reloadMCP(w http.ResponseWriter, r *http.Request) {
+	if h.mcp == nil {
+		badRequest(w, r, "No MCP servers are configured: set WEFT_MCP_CONFIG and restart Weft.")
+		return
+	}
+	if err := h.mcp.Reload(r.Context()); err != nil {
+		slog.WarnContext(r.Context(), "mcp: reload", "err", err)
+		redirect(w, r, "/admin#mcp")
+		return
+	}
+	redirect(w, r, "/admin?mcp-reloaded#mcp")
 }
 
 // maxPromptRunes caps prompts, notes and instructions.

@@ -42,6 +42,9 @@ type Config struct {
 	// UserMaxBytes is what one user may store: their attachments' distinct
 	// files plus their knowledge-base documents. Default 1 GiB.
 	UserMaxBytes int64
+	// MCP is the MCP servers /admin shows and /reload-mcp reloads (nil:
+	// none configured).
+	MCP MCPServers
 }
 
 // withDefaults fills what the deployment left unset.

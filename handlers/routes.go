@@ -180,7 +180,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		kbWeb:      &kbWeb{kbs: kh, web: kb, store: store},
 		agent:      &agentPages{agentTools: tools, shell: shell, rt: rt},
 		media:      &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell},
-		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers},
+		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers, mcp: cfg.MCP},
 	}
 }
 
@@ -333,6 +333,7 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.With(requireAdmin).Get("/admin", ad.show)
 	r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
 	r.With(requireAdmin).Post("/admin/system-prompt", ad.setSystemPrompt)
+	r.With(requireAdmin).Post("/reload-mcp", ad.reloadMCP)
 }
 
 // staticFiles serves the embedded files. They are small and change with the

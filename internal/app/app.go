@@ -24,6 +24,7 @@ import (
 	"weft/db"
 	"weft/handlers"
 	"weft/internal/jobs"
+	"weft/mcp"
 	"weft/media"
 	"weft/rag"
 )
@@ -50,6 +51,9 @@ type Config struct {
 	HTTP  handlers.Config
 	// Fetch is the agent's web fetch (nil: the real, SSRF-safe one).
 	Fetch func(ctx context.Context, url string) (agent.FetchResult, error)
+	// MCP is the administrator's MCP servers (WEFT_MCP_CONFIG); with no
+	// file and no servers there is no MCP at all.
+	MCP mcp.Config
 }
 
 // App is a built Weft: every service and the HTTP handler over one store.
@@ -60,6 +64,7 @@ type App struct {
 	Media   *media.Service
 	RAG     *rag.Service
 	Agent   *agent.Agent
+	MCP     *mcp.Manager // the MCP servers' tools (nil: none configured)
 	RT      *chat.Runtime
 	Handler *handlers.Server
 }
@@ -115,6 +120,12 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	// Instance skills live beside the workspaces (WEFT_DATA_DIR/skills);
 	// each workspace's own, in its .weft/skills, replace them by name.
 	ag.AddProvider(agent.NewSkills(filepath.Join(cfg.Agent.DataDir, "skills"), store))
+	var mc *mcp.Manager
+	if cfg.MCP.File != "" || len(cfg.MCP.Servers) > 0 {
+		mc = mcp.New(store, cfg.MCP)
+		ag.AddProvider(mc)
+		cfg.HTTP.MCP = mc
+	}
 	cfg.Chat.OllamaHost, cfg.Chat.Retriever, cfg.Chat.Agent = host, kb, ag
 	cfg.Chat.Blobs, cfg.Chat.Answered, cfg.Chat.Files = ms.Blobs, ms.Answered, ms
 	if cfg.Chat.UserMaxBytes == 0 {
@@ -125,15 +136,19 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	}
 	rt := chat.New(store, ollama, chat.NewModels(ollama, host, cfg.DefaultModel, cfg.MaxCtx), cfg.Chat)
 	srv := handlers.New(cfg.HTTP, store, rt, kb, ag, ms)
-	return &App{Store: store, Servers: servers, Jobs: queue, Media: ms, RAG: kb, Agent: ag, RT: rt, Handler: srv}, nil
+	return &App{Store: store, Servers: servers, Jobs: queue, Media: ms, RAG: kb, Agent: ag, MCP: mc, RT: rt, Handler: srv}, nil
 }
 
-// Start recovers the runs of this instance's previous life and starts
-// queued ones, then begins working the job queue (ingestion and media jobs
-// left by a previous life resume).
+// Start begins connecting the MCP servers (in the background: their last
+// known tools are listed at once), recovers the runs of this instance's
+// previous life and starts queued ones, then begins working the job queue
+// (ingestion and media jobs left by a previous life resume).
 func (a *App) Start(ctx context.Context) error {
 	if a.Servers != nil {
 		a.Servers.Start()
+	}
+	if a.MCP != nil {
+		a.MCP.Start(ctx)
 	}
 	if err := a.RT.Start(ctx); err != nil {
 		return err
@@ -168,10 +183,14 @@ func (a *App) Shutdown(ctx context.Context, grace time.Duration) {
 }
 
 // Close stops the handler's background work (session clean-up, the stream
-// sweep) and the reading of the model servers' lists. Call it after the HTTP server has drained.
+// sweep), the reading of the model servers' lists and the MCP servers'
+// connections (stdio servers end). Call it after the HTTP server has drained.
 func (a *App) Close() {
 	a.Handler.Close()
 	if a.Servers != nil {
 		a.Servers.Close()
+	}
+	if a.MCP != nil {
+		a.MCP.Close()
 	}
 }

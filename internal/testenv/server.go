@@ -18,6 +18,7 @@ import (
 	"weft/internal/app"
 	"weft/internal/fakeollama"
 	"weft/internal/jobs"
+	"weft/mcp"
 	"weft/media"
 	"weft/rag"
 )
@@ -37,6 +38,7 @@ type Options struct {
 	Media     media.Config // DataDir "" : a temporary directory
 	// Fetch replaces the agent's web fetch (nil: the real, SSRF-safe one).
 	Fetch func(ctx context.Context, url string) (agent.FetchResult, error)
+	MCP   mcp.Config // the MCP servers (none by default)
 }
 
 // App is a running Weft over a test database and a fake Ollama: the
@@ -88,7 +90,7 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 		servers = append(servers, m)
 	}
 	a, err := app.New(store, app.Config{Ollama: servers, Servers: o.Servers, DefaultModel: o.DefaultModel,
-		Chat: o.Chat, RAG: o.RAG, Media: o.Media, Agent: o.Agent, HTTP: o.HTTP, Fetch: o.Fetch})
+		Chat: o.Chat, RAG: o.RAG, Media: o.Media, Agent: o.Agent, HTTP: o.HTTP, Fetch: o.Fetch, MCP: o.MCP})
 	if err != nil {
 		t.Fatalf("build the app: %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"weft/db"
 	"weft/extract"
+	"weft/internal/mcptest"
 )
 
 var (
@@ -32,10 +33,11 @@ const templateDB = "weft_template"
 // Main runs a package's tests against a throwaway cluster: the one named
 // by WEFT_TEST_DATABASE_URL, or else a private cluster started for this test
 // binary and removed afterwards. Use it from TestMain. A test binary
-// started as a jailed document reader (see extract.ChildMain) is that
-// child and nothing else.
+// started as a jailed document reader (see extract.ChildMain) or as a
+// stdio MCP server (mcptest.ChildMain) is that child and nothing else.
 func Main(m *testing.M) {
 	extract.ChildMain()
+	mcptest.ChildMain()
 	os.Exit(run(m))
 }
 
