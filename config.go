@@ -18,6 +18,7 @@ import (
 	"weft/internal/app"
 	"weft/media"
 	"weft/rag"
+	"weft/sandbox"
 )
 
 type config struct {
@@ -50,6 +51,7 @@ type config struct {
 	mediaPending int
 	userBytes    int64
 	kbWebOff     bool
+	shell        sandbox.Config
 	s3           *media.S3Config // nil: blobs under WEFT_DATA_DIR/blobs
 }
 
@@ -137,6 +139,9 @@ func loadConfig() (config, error) {
 		c.kbWebOff = true
 	default:
 		return c, fmt.Errorf("WEFT_KB_WEB must be on or off (knowledge bases may add pages from the web), got %q", v)
+	}
+	if c.shell, err = shellConfig(); err != nil {
+		return c, err
 	}
 	if c.s3, err = s3Config(); err != nil {
 		return c, err
@@ -235,6 +240,7 @@ func appConfig(cfg config) app.Config {
 		DataDir:      cfg.dataDir,
 		Chat:         chat.Config{Instance: cfg.instance, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt},
 		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes, WebOff: cfg.kbWebOff},
+		Shell:        &cfg.shell,
 		Media: media.Config{Limits: media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles},
 			Workers: cfg.mediaWorkers, MaxPendingPerUser: cfg.mediaPending},
 		HTTP: handlers.Config{

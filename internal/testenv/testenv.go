@@ -20,6 +20,7 @@ import (
 
 	"weft/db"
 	"weft/extract"
+	"weft/sandbox"
 )
 
 var (
@@ -36,6 +37,7 @@ const templateDB = "weft_template"
 // child and nothing else.
 func Main(m *testing.M) {
 	extract.ChildMain()
+	sandbox.ChildMain()
 	os.Exit(run(m))
 }
 
