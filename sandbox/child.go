@@ -55,6 +55,7 @@ func ChildMain() {
 type limits struct {
 	cpu, mem, fsize uint64
 	procs           int
+	hide            bool // build a root of its own (buildRoot)
 	op, dir, arg    string
 }
 
@@ -62,9 +63,10 @@ type limits struct {
 var probeFD = -1
 
 // child confines itself and execs the shell (or probes the walls); it
-// returns only on failure. Arguments: op cpu mem procs fsize dir arg.
+// returns only on failure. Arguments: op cpu mem procs fsize hide|show
+// dir arg.
 func child(args []string) error {
-	if len(args) != 7 {
+	if len(args) != 8 {
 		return errors.New("bad arguments")
 	}
 	var l limits
@@ -76,7 +78,8 @@ func child(args []string) error {
 	if err := errors.Join(errs[:]...); err != nil || l.procs < 1 {
 		return errors.New("bad arguments")
 	}
-	l.op, l.dir, l.arg = args[0], args[5], args[6]
+	l.hide = args[5] == "hide"
+	l.op, l.dir, l.arg = args[0], args[6], args[7]
 	walls, err := confine(l)
 	if err != nil {
 		return err
@@ -99,9 +102,11 @@ func child(args []string) error {
 // namespaces, and of a user namespace when it could have one) behind its
 // walls, in this order because each step needs what the next removes:
 //
-//  1. mounts, private to the namespace: a fresh /proc that shows only the
-//     command's processes, and an empty /tmp (a tmpfs of FileSize) —
-//     with the workspace bound back into it when it lives under /tmp;
+//  1. mounts, private to the namespace: a root of its own that holds
+//     only the system folders, the workspace, a fresh /proc that shows
+//     only the command's processes and an empty /tmp (buildRoot); or,
+//     where that cannot be built, the server's root with a fresh /proc
+//     and /tmp over it (Landlock then hides the rest);
 //  2. pid_max of the PID namespace (Linux 6.14+): at most max(301, procs)
 //     processes and threads at once, whatever the uid — the kernel exempts
 //     root from RLIMIT_NPROC, so this is the wall that bounds a fork bomb
@@ -142,22 +147,30 @@ func confine(l limits) (string, error) {
 			return "", fmt.Errorf("open the probe's folder: %w", err)
 		}
 	}
-	procOK := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "") == nil
-	if procOK {
-		walls = append(walls, "private /proc")
-	}
-	tmpOK := false
-	if err := syscall.Mount("tmpfs", "/tmp", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV,
-		fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777", l.fsize, 16384)); err == nil {
-		tmpOK = true
-		if under(l.dir, "/tmp") {
-			if err := bindBack(wsFD, l.dir, procOK); err != nil {
-				return "", err
-			}
+	var procOK, tmpOK bool
+	if l.hide {
+		if err := buildRoot(l, wsFD); err != nil {
+			return "", err
 		}
-		walls = append(walls, "private /tmp")
-	} else if !under(l.dir, "/tmp") {
-		return "", fmt.Errorf("mount a private /tmp: %w", err)
+		procOK, tmpOK = true, true
+		walls = append(walls, "a root of its own (system folders read-only, the workspace, private /proc and /tmp)")
+	} else {
+		procOK = syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "") == nil
+		if procOK {
+			walls = append(walls, "private /proc")
+		}
+		if err := syscall.Mount("tmpfs", "/tmp", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV,
+			fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777", l.fsize, 16384)); err == nil {
+			tmpOK = true
+			if under(l.dir, "/tmp") {
+				if err := bindBack(wsFD, l.dir, procOK); err != nil {
+					return "", err
+				}
+			}
+			walls = append(walls, "private /tmp")
+		} else if !under(l.dir, "/tmp") {
+			return "", fmt.Errorf("mount a private /tmp: %w", err)
+		}
 	}
 	syscall.Close(wsFD)
 	if err := syscall.Chdir(l.dir); err != nil {
@@ -214,6 +227,10 @@ func confine(l limits) (string, error) {
 	}
 	if procOK {
 		rules = append(rules, landlock.RODirs("/proc"))
+	}
+	if l.hide {
+		// Its own root holds nothing to hide: ls / and find work.
+		rules = append(rules, landlock.PathAccess(llsys.AccessFSReadDir, "/"))
 	}
 	if err := landlock.V7.BestEffort().Restrict(rules...); err != nil {
 		return "", fmt.Errorf("landlock: %w", err)
@@ -319,6 +336,9 @@ func probeWalls(l limits) error {
 	if c, err := net.DialTimeout("tcp", "127.0.0.1:9", time.Second); err == nil {
 		c.Close()
 		return errors.New("127.0.0.1 could be reached")
+	}
+	if _, err := os.Stat("/etc/shadow"); l.hide && err == nil {
+		return errors.New("/etc/shadow exists in the command's root")
 	}
 	if _, err := os.Stat("/bin/sh"); err != nil {
 		return fmt.Errorf("no /bin/sh: %w", err)

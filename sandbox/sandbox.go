@@ -102,6 +102,9 @@ type Sandbox struct {
 	// namespaces are refused) the child is still stripped of every
 	// capability before it execs the shell.
 	userNS bool
+	// hide: the child builds a root of its own (see buildRoot); without
+	// it Landlock alone keeps the rest of the file system out of reach.
+	hide bool
 	// unavailable is why commands cannot run here ("" when they can).
 	unavailable string
 	// walls describes what the self-test found to hold, for the log.
@@ -133,11 +136,11 @@ func newAt(cfg Config, exe string, err error) *Sandbox {
 	}
 	s.exe = exe
 	var reasons []string
-	for _, userNS := range []bool{true, false} {
-		if !userNS && os.Geteuid() != 0 {
-			break // without a user namespace only root can make the others
+	for _, mode := range []struct{ userNS, hide bool }{{true, true}, {false, true}, {true, false}, {false, false}} {
+		if !mode.userNS && os.Geteuid() != 0 {
+			continue // without a user namespace only root can make the others
 		}
-		s.userNS = userNS
+		s.userNS, s.hide = mode.userNS, mode.hide
 		walls, err := s.probe()
 		if err == nil {
 			s.walls = walls
@@ -185,10 +188,14 @@ func (s *Sandbox) probe() (string, error) {
 		if msg == "" {
 			msg = err.Error()
 		}
-		if s.userNS {
-			return "", fmt.Errorf("with a user namespace: %s", firstLine(msg))
+		mode := "with a user namespace"
+		if !s.userNS {
+			mode = "without a user namespace"
 		}
-		return "", fmt.Errorf("without a user namespace: %s", firstLine(msg))
+		if !s.hide {
+			mode += ", on the server's root"
+		}
+		return "", fmt.Errorf("%s: %s", mode, firstLine(msg))
 	}
 	return strings.TrimSpace(out.String()), nil
 }
@@ -293,12 +300,16 @@ func kill(pid int) {
 // command is the child process for op; its working directory is dir.
 func (s *Sandbox) command(ctx context.Context, dir, op, arg string) *exec.Cmd {
 	c := s.cfg
+	hide := "show"
+	if s.hide {
+		hide = "hide"
+	}
 	cmd := exec.CommandContext(ctx, s.exe, childArg, op,
 		strconv.FormatInt(int64(max(1, c.CPU/time.Second)), 10),
 		strconv.FormatInt(c.Memory, 10),
 		strconv.Itoa(c.Processes),
 		strconv.FormatInt(c.FileSize, 10),
-		dir, arg)
+		hide, dir, arg)
 	cmd.Dir = dir
 	// Nothing of the server's environment (DATABASE_URL, tokens) reaches
 	// the command.

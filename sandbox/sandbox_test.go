@@ -124,8 +124,26 @@ func TestUDPTo127001FailsForWantOfANetwork(t *testing.T) {
 	}
 }
 
+// Both ways of confining the files are tried: a root of the command's own
+// (what this machine gets) and, as on a server where it cannot be built,
+// Landlock alone on the server's root.
 func TestWritesAndReadsOutsideTheWorkspaceFail(t *testing.T) {
-	s := newSandbox(t, Config{})
+	for _, hide := range []bool{true, false} {
+		t.Run(map[bool]string{true: "own root", false: "Landlock only"}[hide], func(t *testing.T) {
+			s := newSandbox(t, Config{})
+			if !s.hide {
+				t.Fatalf("this machine cannot build the command's root: %s", s.Walls())
+			}
+			s.hide = hide
+			if _, err := s.probe(); err != nil {
+				t.Fatal(err)
+			}
+			outsideTheWorkspace(t, s)
+		})
+	}
+}
+
+func outsideTheWorkspace(t *testing.T, s *Sandbox) {
 	ws := t.TempDir()
 	// A folder outside the workspace that is not under /tmp (which the
 	// sandbox replaces with a private one): next to this test's sources.
@@ -147,6 +165,8 @@ echo x > %[2]s/escape.txt || echo TMP-DENIED
 echo x > /etc/weft-escape || echo ETC-DENIED
 cat /etc/shadow || echo SHADOW-DENIED
 ln -s %[1]s/secret.txt link && cat link || echo LINK-DENIED
+test -e %[1]s && echo OUTSIDE-EXISTS
+test -e /etc/shadow && echo SHADOW-EXISTS
 echo x > /tmp/scratch && cat /tmp/scratch
 echo inside > inside.txt
 `, outside, sibling))
@@ -155,6 +175,9 @@ echo inside > inside.txt
 		if !strings.Contains(out, want) {
 			t.Errorf("no %s:\n%s\n%s", want, out, o.Stderr.String())
 		}
+	}
+	if s.hide && (strings.Contains(out, "OUTSIDE-EXISTS") || strings.Contains(out, "SHADOW-EXISTS")) {
+		t.Errorf("paths outside the workspace exist in the command's own root: %s", out)
 	}
 	if strings.Contains(out, "hunter2") {
 		t.Fatalf("a file outside the workspace was read: %s", out)
@@ -171,8 +194,8 @@ echo inside > inside.txt
 	if _, err := os.Stat(filepath.Join(ws, "inside.txt")); err != nil {
 		t.Errorf("the workspace was not writable: %v", err)
 	}
-	if !strings.Contains(o.Stderr.String(), "Permission denied") {
-		t.Errorf("the denials are not the sandbox's: %s", o.Stderr.String())
+	if want := map[bool]string{true: "No such file", false: "Permission denied"}[s.hide]; !strings.Contains(o.Stderr.String(), want) {
+		t.Errorf("the denials are not the sandbox's (want %q): %s", want, o.Stderr.String())
 	}
 }
 
