@@ -330,7 +330,7 @@ func probeWalls(l limits) error {
 		syscall.Close(fd)
 		return errors.New("a file outside the workspace could be read")
 	}
-	if _, err := os.ReadDir("/etc"); err == nil {
+	if _, err := os.ReadDir("/etc"); err == nil && !l.hide {
 		return errors.New("/etc could be listed")
 	}
 	if c, err := net.DialTimeout("tcp", "127.0.0.1:9", time.Second); err == nil {
