@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,6 +231,15 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 	if s.unavailable != "" {
 		return Outcome{}, errors.New(s.unavailable)
 	}
+	// The child rebuilds the path in its own root: it must be absolute
+	// and free of symbolic links (WEFT_DATA_DIR may be relative).
+	dir, err := filepath.Abs(dir)
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir)
+	}
+	if err != nil {
+		return Outcome{}, fmt.Errorf("sandbox: the workspace: %w", err)
+	}
 	wall := s.cfg.Timeout
 	if dl, ok := ctx.Deadline(); ok {
 		// Ending before the caller's deadline lets the result (and the
@@ -254,7 +264,6 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 	go func() { done <- cmd.Wait() }()
 	timer := time.NewTimer(wall)
 	defer timer.Stop()
-	var err error
 	var stopped bool
 	select {
 	case err = <-done:

@@ -80,6 +80,28 @@ func TestACommandRunsInTheWorkspaceAndSeesNoneOfTheServersEnvironment(t *testing
 	}
 }
 
+// WEFT_DATA_DIR may be relative, and so the workspace's path.
+func TestARelativeOrLinkedWorkspacePathWorks(t *testing.T) {
+	s := newSandbox(t, Config{})
+	base := t.TempDir()
+	if err := os.Mkdir(filepath.Join(base, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("ws", filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(base)
+	for _, dir := range []string{"ws", "link", filepath.Join(base, "link")} {
+		o := run(t, s, dir, "pwd; echo x > f")
+		if o.Exit != 0 || o.Stdout.String() != filepath.Join(base, "ws")+"\n" {
+			t.Fatalf("in %s: exit %d, %q %q", dir, o.Exit, o.Stdout.String(), o.Stderr.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(base, "ws", "f")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestAConnectTo127001FailsAndReachesNoListener(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
