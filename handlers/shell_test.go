@@ -142,3 +142,31 @@ func countProcs(cmdline string) int {
 	}
 	return n
 }
+
+// A shell the sandbox cannot run (here: turned off) is listed with its
+// reason on every page, and a call of it is refused with that reason.
+func TestAnUnavailableShellSaysWhyEverywhere(t *testing.T) {
+	t.Parallel()
+	e := newAgentEnv(t, testenv.Options{})
+	e.app.Agent.AddProvider(sandbox.NewProvider(sandbox.New(sandbox.Config{Off: true})))
+	thread := e.start(`Run it [[tool:run_command {"command":"touch ran"}]]`)
+	run, _ := e.finished(thread)
+	var call db.Step
+	for _, s := range e.steps(run.ID) {
+		if s.Kind == db.StepToolCall {
+			call = s
+		}
+	}
+	const reason = "The administrator turned the shell off on this server (WEFT_SHELL=off)."
+	if call.Status != db.StepRefused || call.Data.Reason != reason {
+		t.Fatalf("the call = %s %q", call.Status, call.Data.Reason)
+	}
+	if _, ok := e.file("ran"); ok {
+		t.Fatal("the command ran")
+	}
+	for _, path := range []string{fmt.Sprintf("/t/%d", thread), "/tools", "/"} {
+		if body := e.c.Get(path).Body; !strings.Contains(body, reason) {
+			t.Errorf("%s does not show the reason", path)
+		}
+	}
+}
