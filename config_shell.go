@@ -45,6 +45,9 @@ func shellConfig() (sandbox.Config, error) {
 	if c.MaxFiles, err = envInt("WEFT_SHELL_MAX_FILES", sandbox.DefaultMaxFiles, 100); err != nil {
 		return c, err
 	}
+	if c.Workers, err = envInt("WEFT_SHELL_WORKERS", sandbox.DefaultWorkers, 1); err != nil {
+		return c, err
+	}
 	c.Timeout, c.CPU = time.Duration(timeout)*time.Second, time.Duration(cpu)*time.Second
 	c.Memory, c.FileSize, c.Output = mem<<20, file<<20, out<<10
 	return c, nil

@@ -56,6 +56,9 @@ type Config struct {
 	// command (default 20,000); past it the changes are not all known and
 	// the result says so.
 	MaxFiles int
+	// Workers bounds the commands running at once on this instance
+	// (default 4); more wait for a slot, within their tool's timeout.
+	Workers int
 }
 
 // Defaults of Config.
@@ -67,6 +70,7 @@ const (
 	DefaultTimeout   = 60 * time.Second
 	DefaultOutput    = 64 << 10
 	DefaultMaxFiles  = 20000
+	DefaultWorkers   = 4
 )
 
 func (c Config) withDefaults() Config {
@@ -91,13 +95,17 @@ func (c Config) withDefaults() Config {
 	if c.MaxFiles <= 0 {
 		c.MaxFiles = DefaultMaxFiles
 	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
 	return c
 }
 
 // Sandbox runs commands confined; build it with New.
 type Sandbox struct {
-	cfg Config
-	exe string
+	cfg   Config
+	exe   string
+	slots chan struct{} // one per command running
 	// userNS: commands get a user namespace of their own (root inside
 	// maps to the server's uid). Without it (a root server where user
 	// namespaces are refused) the child is still stripped of every
@@ -127,6 +135,7 @@ func New(cfg Config) *Sandbox {
 // newAt is New for the child executable exe.
 func newAt(cfg Config, exe string, err error) *Sandbox {
 	s := &Sandbox{cfg: cfg.withDefaults()}
+	s.slots = make(chan struct{}, s.cfg.Workers)
 	if cfg.Off {
 		s.unavailable = "The administrator turned the shell off on this server (WEFT_SHELL=off)."
 		return s
@@ -240,6 +249,12 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 	if err != nil {
 		return Outcome{}, fmt.Errorf("sandbox: the workspace: %w", err)
 	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return Outcome{}, ctx.Err() // nothing ran
+	}
+	defer func() { <-s.slots }()
 	wall := s.cfg.Timeout
 	if dl, ok := ctx.Deadline(); ok {
 		// Ending before the caller's deadline lets the result (and the

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -331,6 +332,41 @@ func TestStopKillsTheWholeProcessGroup(t *testing.T) {
 	}
 	if o.Duration > 10*time.Second {
 		t.Fatalf("Stop took %s", o.Duration)
+	}
+}
+
+// Past Workers commands at once, a command waits for a slot; one whose
+// time ends while it waits never runs.
+func TestCommandsPastTheWorkersWaitAndMayNeverRun(t *testing.T) {
+	s := newSandbox(t, Config{Workers: 1})
+	ctx, stop := context.WithCancel(context.Background())
+	running := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Run(ctx, t.TempDir(), "echo started; sleep 100", func(string) { once.Do(func() { close(running) }) })
+		done <- err
+	}()
+	select {
+	case <-running:
+	case err := <-done:
+		t.Fatalf("the first command ended: %v", err)
+	}
+	ws := t.TempDir()
+	wctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := s.Run(wctx, ws, "touch ran", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a command waiting for a slot: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Fatal("a command ran past the workers")
+	}
+	stop()
+	if err := <-done; !errors.Is(err, ErrStopped) {
+		t.Fatalf("the first command: %v", err)
+	}
+	if o := run(t, s, ws, "touch ran"); o.Exit != 0 {
+		t.Fatalf("after the slot was freed: %+v", o)
 	}
 }
 
