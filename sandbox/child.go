@@ -35,6 +35,12 @@ const childPrefix = "weft sandbox: "
 // ABI 3 restricts truncate(2), which older ones let through.
 const minLandlockABI = 3
 
+// minLandlockABIShown is the oldest Landlock that suffices on the server's
+// root (show mode): ABI 9 refuses connecting to UNIX sockets outside the
+// rules (a Docker or PostgreSQL socket), which older ones let through
+// where nothing hides them.
+const minLandlockABIShown = 9
+
 // ChildMain runs the sandbox's child and exits when the process was
 // started as one (argv[1] is the internal subcommand); otherwise it returns
 // at once. main, and every test binary whose tests reach the sandbox
@@ -119,8 +125,9 @@ func child(args []string) error {
 //  5. Landlock: the workspace read-write, /usr /bin /sbin /lib* and a few
 //     files of /etc read and execute, /dev/null and friends, the private
 //     /tmp and /proc; nothing else; no TCP bind or connect; no signals or
-//     abstract sockets out of the sandbox. Applied last: Landlock forbids
-//     mounting.
+//     abstract sockets out of the sandbox; on newer kernels no UNIX
+//     socket outside the rules (ABI 9) and no UDP (ABI 10). Applied last:
+//     Landlock forbids mounting.
 func confine(l limits) (string, error) {
 	var walls []string
 	root, userNS := outerUID()
@@ -215,6 +222,9 @@ func confine(l limits) (string, error) {
 	if err != nil || abi < minLandlockABI {
 		return "", fmt.Errorf("this kernel's Landlock (ABI %d) cannot confine the files; ABI %d (Linux 6.2) or later is needed", max(abi, 0), minLandlockABI)
 	}
+	if !l.hide && abi < minLandlockABIShown {
+		return "", fmt.Errorf("on the server's root, this kernel's Landlock (ABI %d) would let the command connect to UNIX sockets outside the workspace; ABI %d or later is needed", abi, minLandlockABIShown)
+	}
 	rules := []landlock.Rule{
 		landlock.RWDirs(l.dir).WithRefer(),
 		landlock.RODirs("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32").IgnoreIfMissing(),
@@ -232,7 +242,7 @@ func confine(l limits) (string, error) {
 		// Its own root holds nothing to hide: ls / and find work.
 		rules = append(rules, landlock.PathAccess(llsys.AccessFSReadDir, "/"))
 	}
-	if err := landlock.V7.BestEffort().Restrict(rules...); err != nil {
+	if err := landlock.V11.BestEffort().Restrict(rules...); err != nil {
 		return "", fmt.Errorf("landlock: %w", err)
 	}
 	if abi >= 4 {
