@@ -54,7 +54,7 @@ func TestACommandRunsInTheWorkspaceAndSeesNoneOfTheServersEnvironment(t *testing
 	t.Setenv("DATABASE_URL", "postgres://weft:hunter2-db@db/weft")
 	s := newSandbox(t, Config{})
 	ws := t.TempDir()
-	o := run(t, s, ws, fmt.Sprintf(`pwd; env; cat /proc/%d/environ; cat /proc/1/environ; tr '\0' '\n' < /proc/self/environ; echo made > made.txt; ls /proc | grep -c '^[0-9]'`, os.Getpid()))
+	o := run(t, s, ws, fmt.Sprintf(`pwd; env; cat /proc/%[1]d/environ; cat /proc/1/environ; tr '\0' '\n' < /proc/self/environ; kill -0 %[1]d || echo NO-SIGNAL; echo made > made.txt; ls /proc | grep -c '^[0-9]'`, os.Getpid()))
 	out, errs := o.Stdout.String(), o.Stderr.String()
 	if o.Exit != 0 {
 		t.Logf("exit %d (a cat of the server's environ is expected to fail): %s", o.Exit, errs)
@@ -66,6 +66,9 @@ func TestACommandRunsInTheWorkspaceAndSeesNoneOfTheServersEnvironment(t *testing
 		if strings.Contains(out, secret) || strings.Contains(errs, secret) {
 			t.Fatalf("the server's environment (%s) is visible to the command:\n%s\n%s", secret, out, errs)
 		}
+	}
+	if !strings.Contains(out, "NO-SIGNAL") {
+		t.Fatalf("the command could signal the server: %s", out)
 	}
 	if !strings.Contains(out, "PATH=/usr/local/bin:/usr/bin:/bin") {
 		t.Fatalf("the command's environment lacks its PATH: %s", out)
