@@ -336,10 +336,12 @@ func (s *Sandbox) command(ctx context.Context, dir, op, arg string) *exec.Cmd {
 		hide, dir, arg)
 	cmd.Dir = dir
 	// Nothing of the server's environment (DATABASE_URL, tokens) reaches
-	// the command.
+	// the command. HOME is the private /tmp: caches and dotfiles that
+	// tools write there vanish with the command instead of cluttering the
+	// workspace (and its files changed).
 	cmd.Env = []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
-		"HOME=" + dir,
+		"HOME=/tmp",
 		"PWD=" + dir,
 		"TMPDIR=/tmp",
 		"LANG=C.UTF-8",

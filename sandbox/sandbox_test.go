@@ -70,7 +70,7 @@ func TestACommandRunsInTheWorkspaceAndSeesNoneOfTheServersEnvironment(t *testing
 	if !strings.Contains(out, "NO-SIGNAL") {
 		t.Fatalf("the command could signal the server: %s", out)
 	}
-	if !strings.Contains(out, "PATH=/usr/local/bin:/usr/bin:/bin") {
+	if !strings.Contains(out, "PATH=/usr/local/bin:/usr/bin:/bin") || !strings.Contains(out, "HOME=/tmp\n") {
 		t.Fatalf("the command's environment lacks its PATH: %s", out)
 	}
 	if !strings.Contains(errs, fmt.Sprintf("/proc/%d/environ", os.Getpid())) {
