@@ -19,6 +19,7 @@ import (
 	"weft/mcp"
 	"weft/media"
 	"weft/rag"
+	"weft/sandbox"
 )
 
 type config struct {
@@ -51,6 +52,7 @@ type config struct {
 	mediaPending int
 	userBytes    int64
 	kbWebOff     bool
+	shell        sandbox.Config
 	s3           *media.S3Config // nil: blobs under WEFT_DATA_DIR/blobs
 	mcp          mcp.Config      // WEFT_MCP_CONFIG
 }
@@ -139,6 +141,9 @@ func loadConfig() (config, error) {
 		c.kbWebOff = true
 	default:
 		return c, fmt.Errorf("WEFT_KB_WEB must be on or off (knowledge bases may add pages from the web), got %q", v)
+	}
+	if c.shell, err = shellConfig(); err != nil {
+		return c, err
 	}
 	if c.s3, err = s3Config(); err != nil {
 		return c, err
@@ -247,6 +252,7 @@ func appConfig(cfg config) app.Config {
 		Chat:         chat.Config{Instance: cfg.instance, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt},
 		MCP:          cfg.mcp,
 		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes, WebOff: cfg.kbWebOff},
+		Shell:        &cfg.shell,
 		Media: media.Config{Limits: media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles},
 			Workers: cfg.mediaWorkers, MaxPendingPerUser: cfg.mediaPending},
 		HTTP: handlers.Config{

@@ -21,6 +21,7 @@ import (
 	"weft/handlers"
 	"weft/internal/app"
 	"weft/media"
+	"weft/sandbox"
 )
 
 // serveMetrics serves /metrics alone on its own address (an operator's
@@ -47,9 +48,11 @@ func serveMetrics(addr string, h http.Handler) (func(), error) {
 }
 
 func main() {
-	// A document reader's jailed child is this binary re-executed: it must
-	// confine itself before anything else runs (see package extract).
+	// A document reader's jailed child, and a sandboxed shell command's,
+	// is this binary re-executed: it must confine itself before anything
+	// else runs (see packages extract and sandbox).
 	extract.ChildMain()
+	sandbox.ChildMain()
 	cfg, err := loadConfig()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weft:", err)

@@ -27,6 +27,7 @@ import (
 	"weft/mcp"
 	"weft/media"
 	"weft/rag"
+	"weft/sandbox"
 )
 
 // Config is what New needs beyond the database.
@@ -49,6 +50,10 @@ type Config struct {
 	Media media.Config
 	Agent agent.Config
 	HTTP  handlers.Config
+	// Shell is the sandboxed shell's settings (nil: no run_command tool).
+	// The sandbox is checked once here; when it cannot be set up the tool
+	// is listed as unavailable with the reason.
+	Shell *sandbox.Config
 	// Fetch is the agent's web fetch (nil: the real, SSRF-safe one).
 	Fetch func(ctx context.Context, url string) (agent.FetchResult, error)
 	// MCP is the administrator's MCP servers (WEFT_MCP_CONFIG); with no
@@ -116,10 +121,25 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	if cfg.Fetch == nil {
 		cfg.Fetch = agent.NewFetcher().Fetch
 	}
+	// (An unset ToolTimeout is the agent's default, 60 s.)
+	if cfg.Shell != nil && cfg.Shell.Timeout > max(cfg.Agent.ToolTimeout, 60*time.Second) {
+		// A command may run as long as the administrator allows it, plus
+		// the time to compare the workspace.
+		cfg.Agent.ToolTimeout = cfg.Shell.Timeout + 5*time.Second
+	}
 	ag := agent.New(store, kb, cfg.Fetch, cfg.Agent)
 	// Instance skills live beside the workspaces (WEFT_DATA_DIR/skills);
 	// each workspace's own, in its .weft/skills, replace them by name.
 	ag.AddProvider(agent.NewSkills(filepath.Join(cfg.Agent.DataDir, "skills"), store))
+	if cfg.Shell != nil {
+		sb := sandbox.New(*cfg.Shell)
+		if u := sb.Unavailable(); u != "" {
+			slog.Warn("the agent's run_command tool is unavailable", "reason", u)
+		} else {
+			slog.Info("the agent's run_command tool is sandboxed", "walls", sb.Walls())
+		}
+		ag.AddProvider(sandbox.NewProvider(sb))
+	}
 	var mc *mcp.Manager
 	if cfg.MCP.File != "" || len(cfg.MCP.Servers) > 0 {
 		mc = mcp.New(store, cfg.MCP)

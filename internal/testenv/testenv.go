@@ -21,6 +21,7 @@ import (
 	"weft/db"
 	"weft/extract"
 	"weft/internal/mcptest"
+	"weft/sandbox"
 )
 
 var (
@@ -38,6 +39,7 @@ const templateDB = "weft_template"
 func Main(m *testing.M) {
 	extract.ChildMain()
 	mcptest.ChildMain()
+	sandbox.ChildMain()
 	os.Exit(run(m))
 }
 
