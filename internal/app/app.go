@@ -86,8 +86,9 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	// Each part has a queue of its own, so that one user's many read-aloud
 	// requests cannot starve everyone's uploads.
 	queue, err := jobs.New(store.Pool, jobs.Config{Queues: map[string]int{
-		rag.Queue:   cfg.RAG.Workers,
-		media.Queue: cfg.Media.Workers,
+		rag.Queue:       cfg.RAG.Workers,
+		media.Queue:     cfg.Media.Workers,
+		agent.HookQueue: 2,
 	}})
 	if err != nil {
 		return nil, err
@@ -110,6 +111,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	if cfg.Fetch == nil {
 		cfg.Fetch = agent.NewFetcher().Fetch
 	}
+	cfg.Agent.Jobs = queue // hook deliveries (Agent.Hooks: WEFT_HOOKS_CONFIG, WEFT_HOOKS_ALLOW)
 	ag := agent.New(store, kb, cfg.Fetch, cfg.Agent)
 	cfg.Chat.OllamaHost, cfg.Chat.Retriever, cfg.Chat.Agent = host, kb, ag
 	cfg.Chat.Blobs, cfg.Chat.Answered, cfg.Chat.Files = ms.Blobs, ms.Answered, ms
