@@ -345,3 +345,34 @@ func (c *capped) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// CheckHookURL checks the URL of a workspace's hook when it is added: an
+// http or https URL, with no user name or password, and not a private or
+// local address the administrator did not allow (deliveries are checked
+// again when they are dialled, after DNS).
+func (a *Agent) CheckHookURL(raw string) error {
+	u, err := webfetch.CheckURL(raw)
+	if err != nil {
+		return errors.New("Give an http:// or https:// URL with a host name and no user name or password.")
+	}
+	host := strings.ToLower(u.Hostname())
+	if a.hooks.send.hosts[host] {
+		return nil
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return errors.New("This URL is on this machine; hooks reach the public internet only, unless the administrator allows the address (WEFT_HOOKS_ALLOW).")
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && a.hooks.send.ws.Refuses(ip) != "" {
+		return errors.New("This address is on a private or local network; hooks reach the public internet only, unless the administrator allows the address (WEFT_HOOKS_ALLOW).")
+	}
+	return nil
+}
+
+// AdminHooks describes the administrator's hooks ("event → target").
+func (a *Agent) AdminHooks() []string {
+	var out []string
+	for _, t := range a.hooks.admin {
+		out = append(out, t.event+" → "+t.label())
+	}
+	return out
+}

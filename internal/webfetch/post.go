@@ -93,3 +93,13 @@ func (c Client) postFailure(ctx context.Context, host string, err error) error {
 	}
 	return errorf("%s could not be reached", host)
 }
+
+// Refuses reports why c would not dial addr ("" when it would): a check
+// of a literal address named in a URL, before any request.
+func (c Client) Refuses(addr netip.Addr) string {
+	allow := c.withDefaults().allow
+	if err := allow(netip.AddrPortFrom(addr, 443)); err != nil {
+		return err.Error()
+	}
+	return ""
+}
