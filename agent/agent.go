@@ -46,6 +46,7 @@ type Store interface {
 	UnreportedHookFailures(ctx context.Context, run int64) ([]db.HookDelivery, error)
 	SetHookDeliveryStep(ctx context.Context, id, step int64) error
 	RunEnded(ctx context.Context, run int64) (bool, error)
+	PruneHookDeliveries(ctx context.Context, before time.Time) (int64, error)
 }
 
 // Searcher searches knowledge bases with the acting user's authorization
@@ -116,7 +117,12 @@ func newHooks(store Store, cfg Config) *hooks {
 		h.admin = append(h.admin, adminTarget(hk, hc.Timeout))
 	}
 	if cfg.Jobs != nil {
-		err := cfg.Jobs.Register(func(w *river.Workers) error { return river.AddWorkerSafely(w, &hookWorker{h: h}) })
+		err := cfg.Jobs.Register(func(w *river.Workers) error {
+			if err := river.AddWorkerSafely(w, &hookWorker{h: h}); err != nil {
+				return err
+			}
+			return river.AddWorkerSafely(w, &hookPruneWorker{h: h})
+		}, pruneEvery())
 		if err != nil {
 			// Only a programming error (a second agent on one queue, or
 			// a queue already started) gets here.

@@ -78,6 +78,9 @@ func (x *run) runCall(ctx context.Context) error {
 		if denied, reason := x.toolStart(ctx, s); denied {
 			return x.finishCall(ctx, s, db.StepRefused, Result{}, "", reason)
 		}
+		if err := ctx.Err(); err != nil {
+			return err // stopped while its hooks were asked
+		}
 	}
 	if p.Name == ToolAskUser {
 		return x.ask(ctx, s, args)

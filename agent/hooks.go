@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -162,7 +163,9 @@ func (t target) label() string {
 		}
 		return "POST"
 	}
-	return "command " + strings.Join(t.command, " ")
+	// Only the program's name: its arguments may hold the
+	// administrator's secrets, and users read the trace.
+	return "command " + filepath.Base(t.command[0])
 }
 
 func adminTarget(h Hook, def time.Duration) target {
@@ -324,7 +327,7 @@ func (s *sender) run(ctx context.Context, t target, event, id string, body []byt
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		msg := strings.TrimSpace(errOut.String())
+		msg := cutText(strings.TrimSpace(errOut.String()), 500)
 		if msg != "" {
 			return nil, fmt.Errorf("the command failed (%v): %s", err, msg)
 		}

@@ -141,3 +141,25 @@ func (h *hooks) trace(ctx context.Context, d db.HookDelivery, t target, givenUp 
 		slog.Warn("hook delivery step", "delivery", d.ID, "err", err)
 	}
 }
+
+// HookPruneArgs is the periodic clean-up of the outbox: deliveries made or
+// given up more than a week ago go (their failures stay in the traces).
+type HookPruneArgs struct{}
+
+// Kind names the job.
+func (HookPruneArgs) Kind() string { return "hook_prune" }
+
+type hookPruneWorker struct {
+	river.WorkerDefaults[HookPruneArgs]
+	h *hooks
+}
+
+func (w *hookPruneWorker) Work(ctx context.Context, job *river.Job[HookPruneArgs]) error {
+	_, err := w.h.store.PruneHookDeliveries(ctx, time.Now().Add(-7*24*time.Hour))
+	return err
+}
+
+func pruneEvery() *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(6*time.Hour),
+		func() (river.JobArgs, *river.InsertOpts) { return HookPruneArgs{}, &river.InsertOpts{Queue: HookQueue} }, nil)
+}

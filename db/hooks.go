@@ -153,3 +153,10 @@ func (d *DB) RunEnded(ctx context.Context, run int64) (bool, error) {
 	}
 	return !active, mapErr(err)
 }
+
+// PruneHookDeliveries deletes the deliveries made or given up before
+// before, and returns how many.
+func (d *DB) PruneHookDeliveries(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := d.q().Exec(ctx, `DELETE FROM hook_deliveries WHERE delivered_at < $1 OR given_up_at < $1`, before)
+	return tag.RowsAffected(), err
+}
