@@ -82,7 +82,7 @@ type Agent struct {
 	provMu    sync.RWMutex
 	providers []Provider
 
-	hooks *hooks // nil: no hooks can be configured (no job queue and no administrator's hooks)
+	hooks *hooks // lifecycle hooks: the administrator's, the sender, the outbox
 
 	mu    sync.Mutex
 	wakes map[int64]chan struct{} // per run: a decision arrived here
