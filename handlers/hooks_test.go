@@ -426,3 +426,40 @@ func TestAWorkspaceHookIsItsOwnersAndReachesNoPrivateAddress(t *testing.T) {
 		t.Errorf("the owner deleting the hook: %d", r.StatusCode)
 	}
 }
+
+func TestARunAdoptedAfterARestartSaysItIsResumedAndEndsOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first, second := restartPair(t, "resume-hooks@example.com", testenv.Options{Agent: agent.Config{Hooks: agent.HooksConfig{
+		Hooks: []agent.Hook{{Event: "*", Command: []string{"/bin/sh", "-c", `cat > "$0/$$.json"`, dir}}}}}})
+	thread := first.start(`[[tool:write_file {"path":"later.txt","content":"x"}]]`)
+	ap := first.pending(thread, db.StepApproval)
+	first.shutdown(5 * time.Second)
+	next := second(true)
+	if r := next.c.Post(fmt.Sprintf("/steps/%d/decide", ap.ID), url.Values{"decision": {"once"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("decide: %d", r.StatusCode)
+	}
+	run, _ := next.finished(thread)
+	if run.Status != db.RunCompleted {
+		t.Fatalf("run %s (%s)", run.Status, run.Error)
+	}
+	testwait.For(t, "agent_end", 20*time.Second, func() bool { return hasEvent(commandPayloads(t, dir), agent.EventAgentEnd) })
+	var starts []bool
+	ends := 0
+	seen := map[string]bool{}
+	for _, p := range commandPayloads(t, dir) {
+		if seen[p.ID] {
+			continue
+		}
+		seen[p.ID] = true
+		switch p.Event {
+		case agent.EventAgentStart:
+			starts = append(starts, p.Resumed)
+		case agent.EventAgentEnd:
+			ends++
+		}
+	}
+	if len(starts) != 2 || starts[0] == starts[1] || ends != 1 {
+		t.Errorf("agent_start resumed = %v, agent_end ×%d: want one new start, one resumed start and one end", starts, ends)
+	}
+}
