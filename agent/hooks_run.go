@@ -59,11 +59,12 @@ type HookResult struct {
 }
 
 // HookMessage is the model's message of a turn. message_update carries
-// Delta (the text since the previous update) and Content (all so far);
-// message_end the whole message and its tool calls.
+// only Delta, the text since the previous update (so a long answer costs
+// its length once, not once per update); message_end the whole message
+// and its tool calls.
 type HookMessage struct {
 	Role      string        `json:"role"`
-	Content   string        `json:"content"`
+	Content   string        `json:"content,omitempty"`
 	Delta     string        `json:"delta,omitempty"`
 	Thinking  string        `json:"thinking,omitempty"`
 	ToolCalls []db.StepCall `json:"tool_calls,omitempty"`
@@ -89,7 +90,6 @@ type runHooks struct {
 
 	msgLast  time.Time
 	msgDelta strings.Builder
-	msgText  strings.Builder
 
 	mu       sync.Mutex // the tool's progress may come from any goroutine
 	toolLast time.Time
@@ -317,7 +317,6 @@ func (x *run) turnStart(ctx context.Context) {
 	x.emit(ctx, ev)
 	x.hk.msgLast = time.Time{}
 	x.hk.msgDelta.Reset()
-	x.hk.msgText.Reset()
 }
 
 // messageChunk is a streamed piece of the model's answer: message_update,
@@ -328,13 +327,12 @@ func (x *run) messageChunk(ctx context.Context, text string) {
 		return
 	}
 	x.hk.msgDelta.WriteString(text)
-	x.hk.msgText.WriteString(text)
 	if time.Since(x.hk.msgLast) < updateEvery {
 		return
 	}
 	x.hk.msgLast = time.Now()
 	ev := x.payload(EventMessageUpdate)
-	ev.Message = &HookMessage{Role: db.RoleAssistant, Content: x.hk.msgText.String(), Delta: x.hk.msgDelta.String()}
+	ev.Message = &HookMessage{Role: db.RoleAssistant, Delta: x.hk.msgDelta.String()}
 	x.hk.msgDelta.Reset()
 	x.emit(ctx, ev)
 }
