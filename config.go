@@ -12,6 +12,7 @@ import (
 
 	"github.com/ollama/ollama/envconfig"
 
+	"weft/agent"
 	"weft/chat"
 	"weft/extract"
 	"weft/handlers"
@@ -55,6 +56,7 @@ type config struct {
 	shell        sandbox.Config
 	s3           *media.S3Config // nil: blobs under WEFT_DATA_DIR/blobs
 	mcp          mcp.Config      // WEFT_MCP_CONFIG
+	hooks        agent.HooksConfig
 }
 
 func loadConfig() (config, error) {
@@ -157,6 +159,9 @@ func loadConfig() (config, error) {
 		}
 		c.mcp = mcp.Config{File: path, Servers: servers}
 	}
+	if c.hooks, err = hooksConfig(); err != nil {
+		return c, err
+	}
 	grace, err := envInt("WEFT_SHUTDOWN_GRACE_SECONDS", 10, 0)
 	if err != nil {
 		return c, err
@@ -242,6 +247,36 @@ func s3Config() (*media.S3Config, error) {
 	return c, nil
 }
 
+// hooksConfig reads the lifecycle hooks: the administrator's hooks file
+// (WEFT_HOOKS_CONFIG), and WEFT_HOOKS_ALLOW, the addresses, CIDR ranges or
+// host names that workspaces' hooks may reach although they are not the
+// public internet (comma-separated).
+func hooksConfig() (agent.HooksConfig, error) {
+	var c agent.HooksConfig
+	if path := os.Getenv("WEFT_HOOKS_CONFIG"); path != "" {
+		hooks, err := agent.ParseHooksFile(path)
+		if err != nil {
+			return c, fmt.Errorf("WEFT_HOOKS_CONFIG: %w", err)
+		}
+		c.Hooks = hooks
+	}
+	for _, a := range strings.Split(os.Getenv("WEFT_HOOKS_ALLOW"), ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		if strings.ContainsAny(a, "/:") && !strings.Contains(a, "/") && net.ParseIP(a) == nil {
+			return c, fmt.Errorf("WEFT_HOOKS_ALLOW lists addresses, CIDR ranges or host names (no ports or URLs), got %q", a)
+		}
+		if strings.Contains(a, "/") {
+			if _, _, err := net.ParseCIDR(a); err != nil {
+				return c, fmt.Errorf("WEFT_HOOKS_ALLOW: %q is not a CIDR range such as 10.0.0.0/8", a)
+			}
+		}
+		c.Allow = append(c.Allow, a)
+	}
+	return c, nil
+}
+
 // appConfig maps the environment's settings onto the application's.
 func appConfig(cfg config) app.Config {
 	return app.Config{
@@ -253,6 +288,7 @@ func appConfig(cfg config) app.Config {
 		MCP:          cfg.mcp,
 		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes, WebOff: cfg.kbWebOff},
 		Shell:        &cfg.shell,
+		Agent:        agent.Config{Hooks: cfg.hooks},
 		Media: media.Config{Limits: media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles},
 			Workers: cfg.mediaWorkers, MaxPendingPerUser: cfg.mediaPending},
 		HTTP: handlers.Config{

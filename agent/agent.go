@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"weft/chat"
 	"weft/db"
@@ -33,6 +37,16 @@ type Store interface {
 	Decide(ctx context.Context, user, step int64, decision string) (db.Step, error)
 	Answer(ctx context.Context, user, step int64, answers []string) (db.Step, error)
 	TimeoutQuestion(ctx context.Context, step int64, answers []string) (db.Step, error)
+	// Lifecycle hooks.
+	WorkspaceHooks(ctx context.Context, user, workspace int64) ([]db.WorkspaceHook, error)
+	WorkspaceHookByID(ctx context.Context, id int64) (db.WorkspaceHook, error)
+	AddHookDeliveries(ctx context.Context, ds []db.HookDelivery, enqueue func(tx pgx.Tx, d db.HookDelivery) error) error
+	HookDeliveryByID(ctx context.Context, id int64) (db.HookDelivery, error)
+	HookAttempted(ctx context.Context, id int64, delivered, givenUp bool, errText string, step int64) (db.HookDelivery, error)
+	UnreportedHookFailures(ctx context.Context, run int64) ([]db.HookDelivery, error)
+	SetHookDeliveryStep(ctx context.Context, id, step int64) error
+	RunEnded(ctx context.Context, run int64) (bool, error)
+	PruneHookDeliveries(ctx context.Context, before time.Time) (int64, error)
 }
 
 // Searcher searches knowledge bases with the acting user's authorization
@@ -47,6 +61,13 @@ type Config struct {
 	QuestionTimeout time.Duration // unanswered questions take the recommended option (default 3 min)
 	ToolTimeout     time.Duration // one tool call (default 60 s)
 	PollEvery       time.Duration // how often a waiting run looks at the database (default 1 s)
+	// Hooks are the lifecycle hooks (the administrator's, and how
+	// workspaces' are delivered).
+	Hooks HooksConfig
+	// Jobs is the job queue hook deliveries are made from (nil: only
+	// tool_execution_start, which is waited for, is delivered). The
+	// queue must work HookQueue.
+	Jobs Jobs
 }
 
 // Agent runs the tool loop of agent runs.
@@ -60,6 +81,8 @@ type Agent struct {
 
 	provMu    sync.RWMutex
 	providers []Provider
+
+	hooks *hooks // lifecycle hooks: the administrator's, the sender, the outbox
 
 	mu    sync.Mutex
 	wakes map[int64]chan struct{} // per run: a decision arrived here
@@ -82,7 +105,31 @@ func New(store Store, search Searcher, fetch func(ctx context.Context, url strin
 	for _, t := range a.tools {
 		a.byName[t.Name] = t
 	}
+	a.hooks = newHooks(store, cfg)
 	return a
+}
+
+// newHooks builds the agent's hooks and registers their job on cfg.Jobs.
+func newHooks(store Store, cfg Config) *hooks {
+	hc := cfg.Hooks.withDefaults()
+	h := &hooks{cfg: hc, send: newSender(hc), store: store, jobs: cfg.Jobs}
+	for _, hk := range hc.Hooks {
+		h.admin = append(h.admin, adminTarget(hk, hc.Timeout))
+	}
+	if cfg.Jobs != nil {
+		err := cfg.Jobs.Register(func(w *river.Workers) error {
+			if err := river.AddWorkerSafely(w, &hookWorker{h: h}); err != nil {
+				return err
+			}
+			return river.AddWorkerSafely(w, &hookPruneWorker{h: h})
+		}, pruneEvery())
+		if err != nil {
+			// Only a programming error (a second agent on one queue, or
+			// a queue already started) gets here.
+			panic(fmt.Sprintf("agent: register the hook deliveries: %v", err))
+		}
+	}
+	return h
 }
 
 // BuiltinTools lists every built-in tool, in the order they are shown.
@@ -212,6 +259,7 @@ type run struct {
 	env    *Env
 	cp     checkpoint
 	max    int
+	hk     *runHooks // its lifecycle hooks (set by load)
 	// waiting: the run shows as waiting for its user (in the database and
 	// to its watchers); an adopted run starts so.
 	waiting bool
@@ -248,8 +296,22 @@ func (a *Agent) RunAgent(ctx context.Context, h *chat.AgentHost) chat.AgentResul
 		slog.Warn("settle pending steps", "run", x.r.ID, "err", err)
 	}
 	cancel()
+	x.agentEnd(ctx, x.endStatus(ctx, res), chatResult{err: res.Err, usage: res.Usage})
 	h.Stepped()
 	return res
+}
+
+// endStatus is the run's outcome as agent_end reports it.
+func (x *run) endStatus(ctx context.Context, res chat.AgentResult) string {
+	switch {
+	case res.Done:
+		return db.RunCompleted
+	case ctx.Err() != nil && x.h.StopReason() == chat.StopShutdown:
+		return db.RunInterrupted
+	case ctx.Err() != nil || x.h.StopReason() == chat.StopUser:
+		return db.RunCancelled
+	}
+	return db.RunFailed
 }
 
 // shown is what the user is told about why the run failed: the agent's own

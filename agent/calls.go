@@ -72,6 +72,16 @@ func (x *run) runCall(ctx context.Context) error {
 			return context.Canceled
 		}
 	}
+	if !p.Started {
+		// A policy hook may deny the call; a call started in an earlier
+		// life of the run had its tool_execution_start then.
+		if denied, reason := x.toolStart(ctx, s); denied {
+			return x.finishCall(ctx, s, db.StepRefused, Result{}, "", reason)
+		}
+		if err := ctx.Err(); err != nil {
+			return err // stopped while its hooks were asked
+		}
+	}
 	if p.Name == ToolAskUser {
 		return x.ask(ctx, s, args)
 	}
@@ -89,7 +99,9 @@ func (x *run) runCall(ctx context.Context) error {
 		}
 	}
 	tctx, cancel := context.WithTimeout(ctx, x.a.cfg.ToolTimeout)
+	x.toolRunning(p)
 	res, err := tool.Run(tctx, x.env, args)
+	x.toolRunning(nil)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -141,6 +153,7 @@ func (x *run) finishCall(ctx context.Context, s db.Step, status string, res Resu
 	if _, err := x.updateStep(ctx, s, status, data); err != nil {
 		return fmt.Errorf("record tool result: %w", err)
 	}
+	x.toolEnd(ctx, s, p, status, res, errText, reason)
 	return nil
 }
 

@@ -22,6 +22,15 @@ func (x *run) loop(ctx context.Context) chat.AgentResult {
 	if err := x.load(ctx); err != nil {
 		return x.result(false, err)
 	}
+	if err := x.loadHooks(ctx); err != nil {
+		return x.result(false, err)
+	}
+	x.env.Progress = x.toolProgress(ctx)
+	resumed := x.waiting || x.cp.Round > 0 || len(x.cp.Pending) > 0 || len(x.cp.Messages) > 0 || x.cp.Final != nil
+	if len(x.cp.Pending) > 0 {
+		x.hk.turn = x.cp.Round // its calls are still to finish
+	}
+	x.agentStart(ctx, resumed)
 	if x.cp.Final != nil {
 		// The answer was complete when the server stopped.
 		x.h.NewRound()
@@ -58,6 +67,9 @@ func (x *run) loop(ctx context.Context) chat.AgentResult {
 		if len(x.cp.Pending) > 0 {
 			if err := x.runCall(ctx); err != nil {
 				return x.result(false, err)
+			}
+			if len(x.cp.Pending) == 0 {
+				x.turnEnd(ctx)
 			}
 			continue
 		}
@@ -129,8 +141,12 @@ func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools)
 	msgs := append(append([]api.Message(nil), asm.Messages...), own...)
 	req := &api.ChatRequest{Model: asm.Model, Messages: msgs, Tools: tools, Options: asm.Options, Stream: ptr(true)}
 	var calls []api.ToolCall
+	x.turnStart(ctx)
 	started := time.Now()
-	st := x.h.Stream(ctx, func(resp api.ChatResponse) { calls = append(calls, resp.Message.ToolCalls...) })
+	st := x.h.Stream(ctx, func(resp api.ChatResponse) {
+		calls = append(calls, resp.Message.ToolCalls...)
+		x.messageChunk(ctx, resp.Message.Content)
+	})
 	chatErr := x.h.Chat(ctx, req, st.Receive)
 	if !st.Done {
 		if ctx.Err() != nil {
@@ -154,6 +170,7 @@ func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools)
 		args, _ := json.Marshal(c.Function.Arguments.ToMap())
 		data.Calls = append(data.Calls, db.StepCall{ID: c.ID, Name: c.Function.Name, Args: args})
 	}
+	x.messageEnd(ctx, data)
 	if len(calls) == 0 {
 		x.cp.Final = &finalAnswer{Content: content}
 		if _, err := x.addStep(ctx, db.StepModelTurn, db.StepOK, data); err != nil {

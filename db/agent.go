@@ -17,6 +17,10 @@ const (
 	StepApproval  = "approval"   // a request to run a tool, and its decision
 	StepQuestion  = "question"   // questions to the user, and the answers
 	StepEvidence  = "evidence"   // files changed and sources used, at the end
+	// StepHook is a lifecycle hook that failed or denied a call: Content
+	// is the event, Output the hook (its URL or command), Error the
+	// failure, Reason a denial's reason, Tool and CallStep the call.
+	StepHook = "hook"
 )
 
 // Step statuses (besides the decisions of approvals).

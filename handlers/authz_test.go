@@ -135,6 +135,13 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		t.Fatal(err)
 	}
 	MD := fmt.Sprint(md.ID)
+	freshHook := func() string {
+		h, err := store.AddWorkspaceHook(ctx, u.ID, db.WorkspaceHook{WorkspaceID: ws.ID, Event: "*", URL: "https://example.com/hook", Secret: "s", TimeoutMS: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("/tools/hooks/%d/delete", h.ID)
+	}
 	roleN := 0
 	freshRole := func() string { roleN++; return fmt.Sprintf("/roles/%d/delete", newRole(fmt.Sprint("Gone ", roleN)).ID) }
 
@@ -223,6 +230,9 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/steps/{id}/answer", "/steps/" + QS + "/answer", url.Values{"a0": {"b"}}, nil, want{303, 404, login}},
 		{"POST", "/runs/{id}/resume", "/runs/" + R + "/resume", nil, nil, want{400, 404, login}},
 		{"GET", "/t/{id}/debug", "/t/" + T + "/debug", nil, nil, want{200, 404, login}},
+		{"GET", "/tools/hooks", "/tools/hooks", nil, nil, want{200, 200, login}},
+		{"POST", "/tools/hooks", "/tools/hooks", url.Values{"workspace_id": {W}, "event": {"*"}, "url": {"https://example.com/h"}}, nil, want{200, 404, login}},
+		{"POST", "/tools/hooks/{id}/delete", "", nil, freshHook, want{303, 404, login}},
 		{"GET", "/attachments/{id}", "/attachments/" + AT, nil, nil, want{200, 404, login}},
 		{"GET", "/attachments/{id}/thumb", "/attachments/" + AT + "/thumb", nil, nil, want{200, 404, login}},
 		{"GET", "/media/{id}", "/media/" + MD, nil, nil, want{200, 404, login}},

@@ -150,6 +150,7 @@ type endpoints struct {
 	kbs        *kbs
 	kbWeb      *kbWeb
 	agent      *agentPages
+	hooks      *hookPages
 	media      *mediaPages
 	admin      *admin
 }
@@ -179,6 +180,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		kbs:        kh,
 		kbWeb:      &kbWeb{kbs: kh, web: kb, store: store},
 		agent:      &agentPages{agentTools: tools, shell: shell, rt: rt},
+		hooks:      &hookPages{store: store, ag: ag, shell: shell},
 		media:      &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell},
 		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers, mcp: cfg.MCP},
 	}
@@ -318,6 +320,9 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.Post("/steps/{id}/answer", ap.answer)
 	r.Post("/runs/{id}/resume", ap.resume)
 	r.Get("/t/{id}/debug", ap.debug)
+	r.Get("/tools/hooks", e.hooks.list)
+	r.Post("/tools/hooks", e.hooks.create)
+	r.Post("/tools/hooks/{id}/delete", e.hooks.delete)
 	r.Get("/settings", e.settings.show)
 	r.Post("/settings/instructions", e.settings.setInstructions)
 

@@ -97,8 +97,9 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	// Each part has a queue of its own, so that one user's many read-aloud
 	// requests cannot starve everyone's uploads.
 	queue, err := jobs.New(store.Pool, jobs.Config{Queues: map[string]int{
-		rag.Queue:   cfg.RAG.Workers,
-		media.Queue: cfg.Media.Workers,
+		rag.Queue:       cfg.RAG.Workers,
+		media.Queue:     cfg.Media.Workers,
+		agent.HookQueue: 2,
 	}})
 	if err != nil {
 		return nil, err
@@ -127,6 +128,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 		// the time to compare the workspace.
 		cfg.Agent.ToolTimeout = cfg.Shell.Timeout + 5*time.Second
 	}
+	cfg.Agent.Jobs = queue // hook deliveries (Agent.Hooks: WEFT_HOOKS_CONFIG, WEFT_HOOKS_ALLOW)
 	ag := agent.New(store, kb, cfg.Fetch, cfg.Agent)
 	// Instance skills live beside the workspaces (WEFT_DATA_DIR/skills);
 	// each workspace's own, in its .weft/skills, replace them by name.

@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHookSignaturesAreHMACSHA256OfTheBody(t *testing.T) {
+	// RFC 4231-style known answer (the Wikipedia HMAC example).
+	got := Sign("key", []byte("The quick brown fox jumps over the lazy dog"))
+	if got != "sha256=f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8" {
+		t.Fatalf("Sign = %s", got)
+	}
+}
+
+func TestOnlyADenyAnswerStopsACall(t *testing.T) {
+	for answer, want := range map[string]string{
+		`{"decision": "deny", "reason": "not on Fridays"}`: "not on Fridays",
+		` {"decision":"DENY"} `:                            "A policy hook denied this call.",
+		`{"decision": "allow", "reason": "fine"}`:          "",
+		`deny`:                   "",
+		``:                       "",
+		`{"decision": ["deny"]}`: "",
+	} {
+		denied, reason := denial([]byte(answer))
+		if denied != (want != "") || reason != want {
+			t.Errorf("%q: denied %v, reason %q", answer, denied, reason)
+		}
+	}
+}
+
+func TestWorkspaceHooksReachNoLocalAddressUnlessTheAdministratorAllowsIt(t *testing.T) {
+	var got http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		got = r.Header.Clone()
+		_, _ = io.WriteString(w, `{"decision": "deny", "reason": "local"}`)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	ws := target{url: srv.URL, secret: "s", timeout: 5 * time.Second, wsHook: 1}
+	if _, err := newSender(HooksConfig{}).send(ctx, ws, EventAgentEnd, "evt_1", []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "private or local") {
+		t.Fatalf("a workspace hook on 127.0.0.1 without leave: %v", err)
+	}
+	for _, allow := range []string{"127.0.0.1", "127.0.0.0/8", "localhost"} {
+		u := srv.URL
+		if allow == "localhost" {
+			u = strings.Replace(u, "127.0.0.1", "localhost", 1)
+		}
+		t.Run(allow, func(t *testing.T) {
+			w := ws
+			w.url = u
+			answer, err := newSender(HooksConfig{Allow: []string{allow}}).send(ctx, w, EventAgentEnd, "evt_1", []byte(`{}`))
+			if err != nil || !strings.Contains(string(answer), "deny") {
+				t.Fatalf("allowed %s: %q %v", allow, answer, err)
+			}
+			if got.Get("X-Weft-Signature") != Sign("s", []byte(`{}`)) || got.Get("X-Weft-Delivery") != "evt_1" || got.Get("X-Weft-Event") != EventAgentEnd {
+				t.Fatalf("headers %v", got)
+			}
+		})
+	}
+	// The administrator's own hooks reach any address.
+	admin := target{url: srv.URL, timeout: 5 * time.Second}
+	if _, err := newSender(HooksConfig{}).send(ctx, admin, EventAgentEnd, "evt_2", []byte(`{}`)); err != nil {
+		t.Fatalf("the administrator's hook: %v", err)
+	}
+	if got.Get("X-Weft-Signature") != "" {
+		t.Errorf("a hook without a secret sent a signature")
+	}
+}
+
+func TestACommandHookIsKilledWithItsChildrenAtItsTimeoutAndAFailureSaysWhy(t *testing.T) {
+	s := newSender(HooksConfig{})
+	start := time.Now()
+	_, err := s.send(context.Background(), target{command: []string{"/bin/sh", "-c", "sleep 30 & sleep 30"}, timeout: 200 * time.Millisecond},
+		EventToolExecutionStart, "evt_1", []byte(`{}`))
+	if err == nil || err.Error() != "no answer within 200ms" {
+		t.Fatalf("a slow command: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the slow command held the caller %s", took)
+	}
+	_, err = s.send(context.Background(), target{command: []string{"/bin/sh", "-c", "cat >/dev/null; echo nope >&2; exit 4"}, timeout: 5 * time.Second},
+		EventAgentEnd, "evt_2", []byte(`{}`))
+	if err == nil || !strings.Contains(err.Error(), "exit status 4") || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("a failing command: %v", err)
+	}
+	out, err := s.send(context.Background(), target{command: []string{"/bin/sh", "-c", `echo "$WEFT_HOOK_EVENT $WEFT_HOOK_ID $(cat)"`}, timeout: 5 * time.Second},
+		EventAgentEnd, "evt_3", []byte(`{"x":1}`))
+	if err != nil || strings.TrimSpace(string(out)) != `agent_end evt_3 {"x":1}` {
+		t.Fatalf("the command's stdin and environment: %q %v", out, err)
+	}
+}

@@ -1,0 +1,66 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"weft/db"
+	"weft/internal/testenv"
+)
+
+func TestWorkspaceHooksAreTheirOwnersAndTheOutboxKeepsOneDeliveryPerEventAndHook(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	owner, ws := newUser(t, store, "hooks-owner@example.com")
+	other, _ := newUser(t, store, "hooks-other@example.com")
+	if _, err := store.AddWorkspaceHook(ctx, other.ID, db.WorkspaceHook{WorkspaceID: ws.ID, Event: "*", URL: "https://x.example/", Secret: "s", TimeoutMS: 1000}); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("a hook on another user's workspace: %v", err)
+	}
+	h, err := store.AddWorkspaceHook(ctx, owner.ID, db.WorkspaceHook{WorkspaceID: ws.ID, Event: "agent_end", URL: "https://x.example/", Secret: "s", TimeoutMS: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs, err := store.WorkspaceHooks(ctx, other.ID, ws.ID); err != nil || len(hs) != 0 {
+		t.Fatalf("another user lists %v %v", hs, err)
+	}
+	if _, err := store.DeleteWorkspaceHook(ctx, other.ID, h.ID); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("another user deletes: %v", err)
+	}
+
+	run := send(t, store, owner.ID, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "hi"}).Run
+	d := db.HookDelivery{EventID: "evt_1", Event: "agent_end", RunID: &run.ID, HookKey: "workspace:1", WorkspaceHookID: &h.ID, Body: `{"id":"evt_1"}`}
+	var jobs []int64
+	enqueue := func(_ pgx.Tx, d db.HookDelivery) error { jobs = append(jobs, d.ID); return nil }
+	for range 2 {
+		if err := store.AddHookDeliveries(ctx, []db.HookDelivery{d}, enqueue); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(jobs) != 1 {
+		t.Fatalf("the same event for the same hook made %d jobs, want 1", len(jobs))
+	}
+	got, err := store.HookAttempted(ctx, jobs[0], false, false, "the server answered 500", 0)
+	if err != nil || got.Attempts != 1 || got.LastError != "the server answered 500" || got.DeliveredAt != nil {
+		t.Fatalf("a failed attempt: %+v %v", got, err)
+	}
+	if fails, _ := store.UnreportedHookFailures(ctx, run.ID); len(fails) != 1 {
+		t.Fatalf("unreported failures = %v", fails)
+	}
+	if got, err = store.HookAttempted(ctx, jobs[0], true, false, "", 0); err != nil || got.Attempts != 2 || got.DeliveredAt == nil {
+		t.Fatalf("the retry: %+v %v", got, err)
+	}
+	if n, err := store.PruneHookDeliveries(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("pruned a recent delivery: %d %v", n, err)
+	}
+	if n, err := store.PruneHookDeliveries(ctx, time.Now().Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("pruned %d %v, want the delivered one", n, err)
+	}
+	if _, err := store.DeleteWorkspaceHook(ctx, owner.ID, h.ID); err != nil {
+		t.Fatal(err)
+	}
+}
