@@ -105,6 +105,15 @@ func (x *run) runCall(ctx context.Context) error {
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
+			if len(res.Changes) > 0 {
+				// A stopped call that changed files anyway (a command
+				// killed halfway): the ledger stays true.
+				x.cp.Changes = mergeChanges(x.cp.Changes, res.Changes)
+				s.Data.Changes = res.Changes
+				if err := x.saveCheckpoint(ctx, s); err != nil {
+					slog.Warn("checkpoint", "run", x.r.ID, "err", err)
+				}
+			}
 			if p.Started && errors.Is(err, context.Canceled) {
 				// The built-in tools stop before changing anything when
 				// their context ends: a resumed run may make the call.

@@ -102,7 +102,7 @@ func TestStopDuringALongCommandKillsItsProcesses(t *testing.T) {
 	// A sleep of a length no other test uses marks the command's processes.
 	marker := "sleep\x00" + strconv.Itoa(500+os.Getpid()%400) + ".75"
 	sleep := strings.ReplaceAll(marker, "\x00", " ")
-	thread := e.start(fmt.Sprintf(`Wait. [[tool:run_command {"command":"%s & %s"}]]`, sleep, sleep))
+	thread := e.start(fmt.Sprintf(`Wait. [[tool:run_command {"command":"echo half > half.txt; %s & %s"}]]`, sleep, sleep))
 	if !testwait.Until(20*time.Second, func() bool { return countProcs(marker) == 2 }) {
 		t.Fatalf("the command did not start: %s", e.describe(e.lastRun(thread).ID))
 	}
@@ -122,6 +122,17 @@ func TestStopDuringALongCommandKillsItsProcesses(t *testing.T) {
 		if s.Status == db.StepPending || s.Status == db.StepRunning {
 			t.Errorf("step %s is still %s after Stop", s.Kind, s.Status)
 		}
+	}
+	// What the command changed before Stop is in the stopped answer's
+	// ledger: the evidence is the workspace's, not the command's outcome.
+	var ledger []string
+	if m.Metadata.Evidence != nil {
+		for _, c := range m.Metadata.Evidence.Changes {
+			ledger = append(ledger, c.Op+" "+c.Path)
+		}
+	}
+	if strings.Join(ledger, ",") != agent.OpCreated+" half.txt" {
+		t.Errorf("the stopped answer's files changed: %v, want the half.txt the command created", ledger)
 	}
 	t.Logf("stopped in %s", time.Since(start))
 }

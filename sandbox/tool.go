@@ -71,8 +71,9 @@ func (p *Provider) run(ctx context.Context, env *agent.Env, args agent.Args) (ag
 	changes, complete := Diff(before, after)
 	if runErr != nil {
 		// Stopped: not context.Canceled, so that a resumed run does not
-		// run the command again (it may have taken effect).
-		return agent.Result{}, runErr
+		// run the command again (it may have taken effect). What it
+		// changed before it was stopped still joins the answer's ledger.
+		return agent.Result{Changes: changes}, runErr
 	}
 	return agent.Result{Output: p.report(o, changes, complete), Changes: changes}, nil
 }
