@@ -173,3 +173,28 @@ func alive(pid int) bool {
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
+
+// What the administrator reads of a server's failure, and what is logged,
+// never holds the secrets of its configuration: a URL's query or password,
+// a header's value, an env value a stdio server printed as it failed.
+func TestAServersErrorsHoldNoSecretsOfItsConfiguration(t *testing.T) {
+	t.Parallel()
+	web := mcp.ServerConfig{URL: "http://weft:pa55word@127.0.0.1:1/mcp?key=s3cretkey", Headers: map[string]string{"Authorization": "Bearer t0ken-123"}}
+	exe := mcp.ServerConfig{Command: "/bin/sh", Args: []string{"-c", `echo "bad token $API_TOKEN" >&2; exit 1`}, Env: map[string]string{"API_TOKEN": "env-s3cret"}}
+	m := startManager(t, testenv.NewDB(t), quick(map[string]mcp.ServerConfig{"web": web, "exe": exe}))
+	testwait.For(t, "both servers are down with an error", 15*time.Second, func() bool {
+		for _, s := range m.Status().Servers {
+			if s.LastError == "" || s.State != mcp.StateDown {
+				return false
+			}
+		}
+		return true
+	})
+	for _, s := range m.Status().Servers {
+		for _, secret := range []string{"s3cretkey", "pa55word", "t0ken-123", "env-s3cret"} {
+			if strings.Contains(s.LastError, secret) {
+				t.Errorf("the last error of %s shows %s: %s", s.Name, secret, s.LastError)
+			}
+		}
+	}
+}

@@ -90,7 +90,7 @@ func (s *server) loop(ctx context.Context) {
 			delay = s.m.cfg.Retry
 		}
 		s.set(StateDown, nil, err)
-		slog.Warn("mcp: server unreachable", "server", s.name, "err", err, "retry_in", delay)
+		slog.Warn("mcp: server unreachable", "server", s.name, "err", s.cfg.redact(fmt.Sprint(err)), "retry_in", delay)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -266,7 +266,7 @@ func (s *server) set(state string, sess *sdk.ClientSession, err error) {
 	s.state, s.sess = state, sess
 	switch {
 	case err != nil:
-		s.lastErr, s.reason = err.Error(), shortReason(err)
+		s.lastErr, s.reason = s.cfg.redact(err.Error()), shortReason(err)
 	case state == StateConnected:
 		s.reason = ""
 	}
