@@ -1,9 +1,11 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -196,5 +200,49 @@ func TestAServersErrorsHoldNoSecretsOfItsConfiguration(t *testing.T) {
 				t.Errorf("the last error of %s shows %s: %s", s.Name, secret, s.LastError)
 			}
 		}
+	}
+}
+
+// A server that fails right after each connection (it crashes on its
+// first check) is not reconnected at the first wait again and again: only
+// a connection that lasted resets the backoff, so the waits keep growing.
+func TestAServerThatFailsRightAfterConnectingIsRetriedWithGrowingWaits(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.New()
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv.SDK }, nil)
+	var inits atomic.Int64
+	var mu sync.Mutex
+	listed := map[string]bool{} // sessions that have had their tool list
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		mu.Lock()
+		dead := listed[id]
+		mu.Unlock()
+		if dead {
+			http.Error(w, "session gone", http.StatusNotFound) // it "crashed"
+			return
+		}
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			switch {
+			case bytes.Contains(body, []byte(`"initialize"`)):
+				inits.Add(1)
+			case bytes.Contains(body, []byte(`"tools/list"`)):
+				defer func() { mu.Lock(); listed[id] = true; mu.Unlock() }()
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+	cfg := quick(map[string]mcp.ServerConfig{"flaky": {URL: ts.URL + "/mcp"}})
+	cfg.Retry, cfg.RetryMax, cfg.Ping = 50*time.Millisecond, 10*time.Second, 20*time.Millisecond
+	startManager(t, testenv.NewDB(t), cfg)
+	testwait.For(t, "the first connection", 15*time.Second, func() bool { return inits.Load() >= 1 })
+	first := time.Now()
+	testwait.For(t, "four more connections", 15*time.Second, func() bool { return inits.Load() >= 5 })
+	// The waits: 50, 100, 200 and 400 ms at least, not 4 × 50.
+	if d := time.Since(first); d < 700*time.Millisecond {
+		t.Errorf("four reconnections of a server that fails at once took %s: the backoff was reset each time", d)
 	}
 }

@@ -27,7 +27,8 @@ type Config struct {
 	// or given directly by tests).
 	Servers map[string]ServerConfig
 	// Retry is the first wait before reconnecting a server that failed
-	// (1 s); each failure doubles it, up to RetryMax (1 min).
+	// (1 s); each failure doubles it, up to RetryMax (1 min), until a
+	// connection lasts RetryMax.
 	Retry, RetryMax time.Duration
 	// Ping is how often a connected server is checked, by listing its
 	// tools again (30 s).

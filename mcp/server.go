@@ -77,16 +77,20 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// loop connects, serves and reconnects with backoff until ctx ends.
+// loop connects, serves and reconnects with backoff until ctx ends. Only
+// a connection that lasted RetryMax resets the backoff: a server that fails
+// right after each connection (it crashes at its first check) is not
+// started again every second.
 func (s *server) loop(ctx context.Context) {
 	delay := s.m.cfg.Retry
 	for {
+		began := time.Now()
 		connected, err := s.session(ctx)
 		if ctx.Err() != nil {
 			s.set(StateDown, nil, errors.New("stopped"))
 			return
 		}
-		if connected {
+		if connected && time.Since(began) >= s.m.cfg.RetryMax {
 			delay = s.m.cfg.Retry
 		}
 		s.set(StateDown, nil, err)
