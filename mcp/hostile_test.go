@@ -246,3 +246,58 @@ func TestAServerThatFailsRightAfterConnectingIsRetriedWithGrowingWaits(t *testin
 		t.Errorf("four reconnections of a server that fails at once took %s: the backoff was reset each time", d)
 	}
 }
+
+// heldStore holds the writes of one key until released, failing them if
+// their context ends first (as the database does).
+type heldStore struct {
+	mcp.Store
+	key     string
+	writing chan struct{}
+	release chan struct{}
+}
+
+func (s *heldStore) SetSetting(ctx context.Context, key, value string) error {
+	if key == s.key && strings.Contains(value, `"gone":true`) {
+		s.writing <- struct{}{}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.release:
+		}
+	}
+	return s.Store.SetSetting(ctx, key, value)
+}
+
+// Close does not cut the keeping of a tool list already shown: a tool
+// removed just before a shutdown is still "no longer offered" at the next
+// start, not taken for one the server still offers.
+func TestCloseKeepsTheToolListJustSeen(t *testing.T) {
+	t.Parallel()
+	db := testenv.NewDB(t)
+	store := &heldStore{Store: db, key: "mcp_tools:srv", writing: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := mcptest.StartHTTP(t)
+	m := mcp.New(store, quick(map[string]mcp.ServerConfig{"srv": srv.Config(), "other": {URL: "http://127.0.0.1:1/mcp"}}))
+	m.Start(context.Background())
+	waitTool(t, m, "srv__note", "is available", available)
+	srv.Remove("note")
+	testwait.Recv(t, "the list without note is being kept", 15*time.Second, store.writing)
+	closed := make(chan struct{}, 1)
+	go func() { m.Close(); closed <- struct{}{} }()
+	testwait.For(t, "the servers are being stopped", 15*time.Second, func() bool {
+		for _, s := range m.Status().Servers {
+			if s.Name == "other" && s.LastError == "stopped" {
+				return true
+			}
+		}
+		return false
+	})
+	close(store.release)
+	testwait.Recv(t, "Close returns", 15*time.Second, closed)
+	kept, err := db.Setting(context.Background(), "mcp_tools:srv", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(kept, `{"name":"note","description":"Keep a note on the server.","schema":`) || !strings.Contains(kept, `"gone":true`) {
+		t.Errorf("after Close the kept tools are %s", kept)
+	}
+}

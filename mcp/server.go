@@ -249,7 +249,11 @@ func (s *server) list(ctx context.Context, sess *sdk.ClientSession) error {
 	s.m.rebuildLocked()
 	s.m.mu.Unlock()
 	if !same {
-		s.m.remember(ctx, s.name, merged)
+		// Not cut by Close or Reload, which wait for it: the list is
+		// already what every page shows, and the next start must see it.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		s.m.remember(wctx, s.name, merged)
+		cancel()
 	}
 	return nil
 }
