@@ -118,7 +118,7 @@ func (s *server) session(ctx context.Context) (connected bool, err error) {
 			s.progressed(req.Params)
 		},
 	})
-	tr, stderr, err := s.transport()
+	tr, stderr, err := s.transport(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -321,8 +321,9 @@ func (s *server) toolsLocked() []agent.Tool {
 
 // transport builds the connection to the server. A stdio server gets PATH
 // and its configured env, nothing else of Weft's environment; its stderr
-// is kept (the end of it) to say why it exited.
-func (s *server) transport() (sdk.Transport, *tailBuffer, error) {
+// is kept (the end of it) to say why it exited. An HTTP server's requests
+// end with ctx (Close, Reload).
+func (s *server) transport(ctx context.Context) (sdk.Transport, *tailBuffer, error) {
 	if s.cfg.Stdio() {
 		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
@@ -340,7 +341,7 @@ func (s *server) transport() (sdk.Transport, *tailBuffer, error) {
 		cmd.Stderr = tail
 		return &groupTransport{CommandTransport: &sdk.CommandTransport{Command: cmd, TerminateDuration: s.m.cfg.Terminate}}, tail, nil
 	}
-	client := &http.Client{Transport: roundTripper{h: s.cfg.Headers, next: http.DefaultTransport}}
+	client := &http.Client{Transport: roundTripper{h: s.cfg.Headers, next: http.DefaultTransport, stop: ctx}}
 	return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: client, MaxRetries: 2}, nil, nil
 }
 
@@ -377,37 +378,60 @@ const maxBody = sdk.DefaultMaxEventSize
 var errBodyTooLarge = fmt.Errorf("the server's answer is over the %d MiB limit", maxBody>>20)
 
 // roundTripper adds the configured headers to every request to the server,
-// and caps what is read of an answer.
+// caps what is read of an answer, and ends a request when stop ends: the
+// SDK sends some requests (notifications/cancelled) on contexts of its own,
+// which a server that does not answer would hold for seconds after Close.
+// The session's DELETE, sent as it closes, keeps the SDK's own timeout.
 type roundTripper struct {
 	h    map[string]string
 	next http.RoundTripper
+	stop context.Context
 }
 
 func (h roundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(h.h) > 0 {
-		r = r.Clone(r.Context())
-		for k, v := range h.h {
-			r.Header.Set(k, v)
-		}
+	ctx, cancel := r.Context(), context.CancelFunc(func() {})
+	if h.stop != nil && r.Method != http.MethodDelete {
+		ctx, cancel = context.WithCancel(ctx)
+		unhook := context.AfterFunc(h.stop, cancel)
+		done := cancel
+		cancel = func() { unhook(); done() }
+	}
+	r = r.Clone(ctx)
+	for k, v := range h.h {
+		r.Header.Set(k, v)
 	}
 	resp, err := h.next.RoundTrip(r)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
+	left := int64(-1) // an event stream: capped per event by the SDK
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxBody}
+		left = maxBody
 	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: left, done: cancel}
 	return resp, nil
 }
 
-// cappedBody fails a read past its limit.
+// cappedBody fails a read past its limit (left < 0: no limit), and ends
+// its request when closed.
 type cappedBody struct {
 	io.ReadCloser
 	left int64
+	done context.CancelFunc
+}
+
+func (b *cappedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.done()
+	return err
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
+	if b.left < 0 {
+		return b.ReadCloser.Read(p)
+	}
+	if b.left == 0 {
 		var one [1]byte
 		if n, err := b.ReadCloser.Read(one[:]); n > 0 {
 			return 0, errBodyTooLarge
