@@ -71,6 +71,15 @@ func (x *run) runCall(ctx context.Context) error {
 		if dec.Status == db.StepCancelled {
 			return context.Canceled
 		}
+		// The approval may have waited while the tool's provider changed
+		// (its MCP server reloaded, the tool removed, the server down):
+		// the call goes to the tool as it is now, or is refused.
+		if tool, known = x.a.tool(p.Name); !known {
+			return x.finishCall(ctx, s, db.StepRefused, Result{}, "", fmt.Sprintf("There is no tool named %q.", p.Name))
+		}
+		if tool.Unavailable != "" {
+			return x.finishCall(ctx, s, db.StepRefused, Result{}, "", tool.Unavailable)
+		}
 	}
 	if !p.Started {
 		// A policy hook may deny the call; a call started in an earlier

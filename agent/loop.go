@@ -130,20 +130,30 @@ func (x *run) routeContext(ctx context.Context, avail []Availability) string {
 		}
 	}
 	b.WriteString("\n")
-	var asks, off []string
+	// Unavailable tools are grouped by reason, each reason written once: an
+	// MCP server with many tools that is down costs their names only.
+	var asks, reasons []string
+	off := map[string][]string{}
 	for _, av := range avail {
 		switch {
 		case av.Asks:
 			asks = append(asks, av.Tool.Name)
 		case !av.Available:
-			off = append(off, av.Tool.Name+" ("+av.Reason+")")
+			if _, ok := off[av.Reason]; !ok {
+				reasons = append(reasons, av.Reason)
+			}
+			off[av.Reason] = append(off[av.Reason], av.Tool.Name)
 		}
 	}
 	if len(asks) > 0 {
 		b.WriteString("These tools wait for the user's approval before they run: " + strings.Join(asks, ", ") + ".\n")
 	}
-	if len(off) > 0 {
-		b.WriteString("Unavailable tools: " + strings.Join(off, "; ") + ".\n")
+	if len(reasons) > 0 {
+		parts := make([]string, len(reasons))
+		for i, r := range reasons {
+			parts[i] = strings.Join(off[r], ", ") + " (" + r + ")"
+		}
+		b.WriteString("Unavailable tools: " + strings.Join(parts, "; ") + ".\n")
 	}
 	for _, p := range x.a.prompts(ctx, x.env) {
 		b.WriteString(p)

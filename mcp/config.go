@@ -63,6 +63,40 @@ func (c ServerConfig) Transport() string {
 	return "streamable HTTP: " + u.String()
 }
 
+// redact takes the configuration's secrets out of a message for the
+// administrator or the log (an error quotes the URL with its query; a
+// stdio server may print its token as it fails): a URL's query values and
+// password, the headers' and the env's values.
+func (c ServerConfig) redact(msg string) string {
+	var secrets []string
+	if u, err := url.Parse(c.URL); err == nil {
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+		for _, vs := range u.Query() {
+			secrets = append(secrets, vs...)
+		}
+		secrets = append(secrets, u.RawQuery)
+	}
+	for _, v := range c.Headers {
+		secrets = append(secrets, v)
+		if _, tok, ok := strings.Cut(v, " "); ok {
+			secrets = append(secrets, tok) // "Bearer TOKEN"
+		}
+	}
+	for _, v := range c.Env {
+		secrets = append(secrets, v)
+	}
+	// The longest first, so that a secret containing another goes whole.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range secrets {
+		if len(v) >= 6 { // shorter values ("1", "true") are settings, not secrets
+			msg = strings.ReplaceAll(msg, v, "[redacted]")
+		}
+	}
+	return msg
+}
+
 func (c ServerConfig) callTimeout() time.Duration {
 	return time.Duration(c.Timeout * float64(time.Second))
 }

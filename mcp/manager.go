@@ -27,7 +27,8 @@ type Config struct {
 	// or given directly by tests).
 	Servers map[string]ServerConfig
 	// Retry is the first wait before reconnecting a server that failed
-	// (1 s); each failure doubles it, up to RetryMax (1 min).
+	// (1 s); each failure doubles it, up to RetryMax (1 min), until a
+	// connection lasts RetryMax.
 	Retry, RetryMax time.Duration
 	// Ping is how often a connected server is checked, by listing its
 	// tools again (30 s).
@@ -201,6 +202,9 @@ type ServerStatus struct {
 	Since     time.Time
 	Tools     []string // the tools it offers now (or last offered)
 	Gone      []string // tools it offered earlier but no longer does
+	// Skipped names the tools of its last list that were left out, and
+	// why (a name that is not a tool name, a schema over the limit).
+	Skipped   []string
 	LastError string
 }
 
@@ -210,7 +214,7 @@ func (m *Manager) Status() Status {
 	defer m.mu.Unlock()
 	st := Status{File: m.cfg.File, ConfigError: m.configErr, Loaded: m.loaded}
 	for _, s := range m.servers {
-		ss := ServerStatus{Name: s.name, Transport: s.cfg.Transport(), State: s.state, Since: s.since, LastError: s.lastErr}
+		ss := ServerStatus{Name: s.name, Transport: s.cfg.Transport(), State: s.state, Since: s.since, LastError: s.lastErr, Skipped: s.skipped}
 		for _, k := range s.known {
 			if k.Gone {
 				ss.Gone = append(ss.Gone, k.Name)
@@ -249,10 +253,22 @@ func (m *Manager) remembered(ctx context.Context, server string) []knownTool {
 	if raw == "" {
 		return nil
 	}
-	var known []knownTool
-	if err := json.Unmarshal([]byte(raw), &known); err != nil {
+	var stored []knownTool
+	if err := json.Unmarshal([]byte(raw), &stored); err != nil {
 		slog.Warn("mcp: the last known tools are unreadable", "server", server, "err", err)
 		return nil
+	}
+	// Kept by an earlier version, perhaps without today's limits.
+	var known []knownTool
+	for _, k := range stored {
+		if len(known) == maxTools+maxGone {
+			break
+		}
+		if toolName.MatchString(k.Name) && len(k.Schema) <= maxSchemaBytes &&
+			!slices.ContainsFunc(known, func(x knownTool) bool { return x.Name == k.Name }) {
+			k.Description = clipRunes(k.Description, maxDescRunes)
+			known = append(known, k)
+		}
 	}
 	return known
 }
