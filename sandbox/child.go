@@ -86,6 +86,9 @@ func child(args []string) error {
 	}
 	l.hide = args[5] == "hide"
 	l.op, l.dir, l.arg = args[0], args[6], args[7]
+	if err := closeInherited(); err != nil {
+		return err
+	}
 	walls, err := confine(l)
 	if err != nil {
 		return err
@@ -285,6 +288,31 @@ func bindBack(fd int, dir string, procOK bool) error {
 	}
 	if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), dir, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind the workspace back: %w", err)
+	}
+	return nil
+}
+
+// closeInherited marks every descriptor past stderr close-on-exec. The
+// server's own are already, but os/exec passes on any the server itself
+// inherited without the flag (from a supervisor, a shell, a socket
+// activation): the shell must not get them, whatever they reach.
+func closeInherited() error {
+	const (
+		sysCloseRange     = 436 // the same on every Linux architecture
+		closeRangeCloexec = 1 << 2
+	)
+	if _, _, e := syscall.RawSyscall(sysCloseRange, 3, uintptr(^uint32(0)), closeRangeCloexec); e == 0 {
+		return nil
+	}
+	// Before Linux 5.11: one by one.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("close the inherited descriptors: %w", err)
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
 	}
 	return nil
 }

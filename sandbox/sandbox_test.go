@@ -457,3 +457,35 @@ func countProcs(cmdline string) int {
 	}
 	return n
 }
+
+// A descriptor the server inherited without close-on-exec (from its
+// supervisor or shell: os/exec passes such ones on) reaches a file
+// outside the workspace; the command must not get it.
+func TestADescriptorTheServerInheritedDoesNotReachTheCommand(t *testing.T) {
+	wd, _ := os.Getwd()
+	outside, err := os.MkdirTemp(wd, "outside-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(outside)
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte("hunter2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(secret, syscall.O_RDWR, 0) // no O_CLOEXEC, as from a parent
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	s := newSandbox(t, Config{})
+	o := run(t, s, t.TempDir(), fmt.Sprintf(`cat <&%[1]d; cat /proc/self/fd/%[1]d; echo pwned >&%[1]d; ls /proc/1/fd`, fd))
+	if strings.Contains(o.Stdout.String(), "hunter2") {
+		t.Fatalf("the command read a file outside through descriptor %d: %s", fd, o.Stdout.String())
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "hunter2" {
+		t.Fatalf("the command wrote a file outside through descriptor %d: %q", fd, b)
+	}
+	if fds := strings.Fields(o.Stdout.String()); len(fds) != 3 || fds[0] != "0" || fds[1] != "1" || fds[2] != "2" {
+		t.Fatalf("the shell holds descriptors past stdin, stdout and stderr: %v (%s)", fds, o.Stderr.String())
+	}
+}
