@@ -89,6 +89,15 @@ func child(args []string) error {
 	if err := closeInherited(); err != nil {
 		return err
 	}
+	// The command's memory is bounded per process only (RLIMIT_DATA; a
+	// command may run up to pid_max of them, and memfds or shared
+	// mappings escape RLIMIT_DATA): should the machine run out, the
+	// kernel's OOM killer takes the command first — not PostgreSQL or
+	// the server. Its processes inherit this and, without
+	// CAP_SYS_RESOURCE, cannot lower it.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
+		return fmt.Errorf("make the command the OOM killer's first choice: %w", err)
+	}
 	walls, err := confine(l)
 	if err != nil {
 		return err

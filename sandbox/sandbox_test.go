@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -488,4 +489,21 @@ func TestADescriptorTheServerInheritedDoesNotReachTheCommand(t *testing.T) {
 	if fds := strings.Fields(o.Stdout.String()); len(fds) != 3 || fds[0] != "0" || fds[1] != "1" || fds[2] != "2" {
 		t.Fatalf("the shell holds descriptors past stdin, stdout and stderr: %v (%s)", fds, o.Stderr.String())
 	}
+}
+
+// Memory is bounded per process only, and memfds escape RLIMIT_DATA: a
+// command that exhausts the machine's memory must be what the OOM killer
+// takes, not PostgreSQL or the server. Here a process under a 32 MiB
+// limit holds 96 MiB in memfds (perl's syscall: memfd_create is 319 on
+// amd64, 279 on arm64).
+func TestACommandIsTheOOMKillersFirstChoiceAndCannotChangeThat(t *testing.T) {
+	s := newSandbox(t, Config{Memory: 32 << 20})
+	ws := t.TempDir()
+	nr := map[string]int{"amd64": 319, "arm64": 279}[runtime.GOARCH]
+	o := run(t, s, ws, fmt.Sprintf(`cat /proc/self/oom_score_adj; echo -1000 > /proc/self/oom_score_adj; cat /proc/self/oom_score_adj
+perl -e 'for my $i (1..3) { my $n = "m$i"; my $fd = syscall(%d, $n, 0); die "memfd: $!" if $fd < 0; open(my $f, ">&=", $fd) or die; print $f "a" x (1<<20) for 1..32; $f->flush; push @k, $f } print "HELD\n"'`, nr))
+	if got := strings.Fields(o.Stdout.String()); len(got) < 2 || got[0] != "1000" || got[1] != "1000" {
+		t.Fatalf("the command's OOM score adjustment: %v (%s)", got, o.Stderr.String())
+	}
+	t.Logf("96 MiB held in memfds under a 32 MiB RLIMIT_DATA: %v", strings.Contains(o.Stdout.String(), "HELD"))
 }
