@@ -263,6 +263,13 @@ func confine(l limits) (string, error) {
 		walls = append(walls, fmt.Sprintf("landlock ABI %d: files", abi))
 	}
 	walls = append(walls, "no capabilities")
+	if ok, err := installSeccomp(); err != nil {
+		return "", err
+	} else if ok {
+		walls = append(walls, "seccomp: no user namespaces, keyrings or socket families but UNIX, IP and netlink")
+	} else {
+		walls = append(walls, "no seccomp filter on "+runtime.GOARCH+": a command may make a user namespace and regain capabilities inside it")
+	}
 	return strings.Join(walls, "; "), nil
 }
 
@@ -389,6 +396,13 @@ func probeWalls(l limits) error {
 	}
 	if _, err := os.Stat("/bin/sh"); err != nil {
 		return fmt.Errorf("no /bin/sh: %w", err)
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_UNSHARE, syscall.CLONE_NEWUSER, 0, 0); e == 0 && auditArch[runtime.GOARCH] != 0 {
+		return errors.New("a user namespace could be made (and every capability regained in it)")
+	}
+	if fd, err := syscall.Socket(afVsock, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err == nil && auditArch[runtime.GOARCH] != 0 {
+		syscall.Close(fd)
+		return errors.New("an AF_VSOCK socket could be made")
 	}
 	b, err := os.ReadFile("/proc/thread-self/status")
 	if err == nil && !strings.Contains(string(b), "CapBnd:\t0000000000000000") {

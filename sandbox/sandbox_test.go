@@ -507,3 +507,31 @@ perl -e 'for my $i (1..3) { my $n = "m$i"; my $fd = syscall(%d, $n, 0); die "mem
 	}
 	t.Logf("96 MiB held in memfds under a 32 MiB RLIMIT_DATA: %v", strings.Contains(o.Stdout.String(), "HELD"))
 }
+
+// A new user namespace would give the command back every capability
+// inside it — CAP_NET_ADMIN over a network namespace of its own is where
+// most kernel privilege escalations start (nf_tables); AF_VSOCK is not
+// isolated by network namespaces; keyrings are not namespaced at all.
+func TestACommandCannotRegainCapabilitiesNorReachVsockOrKeyrings(t *testing.T) {
+	s := newSandbox(t, Config{})
+	nr := map[string][2]int{"amd64": {272, 250}, "arm64": {97, 219}}[runtime.GOARCH] // unshare, keyctl
+	// The capabilities are there until the next exec (the new namespace
+	// maps no uid): look from the same process.
+	o := run(t, s, t.TempDir(), fmt.Sprintf(`
+perl -e 'syscall(%d, 0x10000000) == 0 or die "unshare: $!\n"; open S, "/proc/self/status"; print grep /^CapEff/, <S>' || echo USERNS-DENIED
+unshare -Urn true || echo USERNS-MAP-DENIED
+perl -e 'socket(S, 40, 1, 0) or die "vsock: $!\n"; print "VSOCK\n"' || echo VSOCK-DENIED
+perl -e 'socket(S, 17, 3, 0) or die "packet: $!\n"; print "PACKET\n"' || echo PACKET-DENIED
+perl -e 'my $id = syscall(%d, 0, -3, 0); die "keyctl: $!\n" if $id < 0; print "KEYRING $id\n"' || echo KEYRING-DENIED
+perl -e 'use threads; threads->create(sub { print "THREAD\n" })->join'
+`, nr[0], nr[1]))
+	out := o.Stdout.String()
+	for _, want := range []string{"USERNS-DENIED", "USERNS-MAP-DENIED", "VSOCK-DENIED", "PACKET-DENIED", "KEYRING-DENIED", "THREAD"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %s:\n%s\n%s", want, out, o.Stderr.String())
+		}
+	}
+	if strings.Contains(out, "CapEff:\t000001") {
+		t.Errorf("the command regained capabilities in a user namespace: %s", out)
+	}
+}
