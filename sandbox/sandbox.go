@@ -403,15 +403,27 @@ func (c *Capped) Total() int64 {
 	return c.total
 }
 
-// String is what was kept, with a marker where bytes were dropped.
+// String is what was kept, with a marker where bytes were dropped, as
+// text (see asText).
 func (c *Capped) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	dropped := c.total - int64(len(c.head)+len(c.tail))
 	if dropped <= 0 {
-		return string(c.head) + string(c.tail)
+		return asText(string(c.head) + string(c.tail))
 	}
-	return fmt.Sprintf("%s\n[… %d bytes left out …]\n%s", c.head, dropped, c.tail)
+	return fmt.Sprintf("%s\n[… %d bytes left out …]\n%s", asText(string(c.head)), dropped, asText(string(c.tail)))
+}
+
+// asText is output as the step records and the model can take it: valid
+// UTF-8 and no NUL byte (which PostgreSQL's jsonb refuses: one printf
+// '\0' would fail the whole run), each replaced by U+FFFD.
+func asText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return s
 }
 
 // last is the last n bytes kept.
@@ -422,7 +434,7 @@ func (c *Capped) last(n int) string {
 	if len(b) > n {
 		b = b[len(b)-n:]
 	}
-	return string(b)
+	return asText(string(b))
 }
 
 type streamWriter struct {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"weft/agent"
 )
@@ -112,11 +115,21 @@ func (p *Provider) report(o Outcome, changes []agent.Change, complete bool) stri
 				fmt.Fprintf(&b, "  … and %d more\n", len(changes)-maxListed)
 				break
 			}
-			fmt.Fprintf(&b, "  %s %s\n", c.Op, c.Path)
+			fmt.Fprintf(&b, "  %s %s\n", c.Op, shownPath(c.Path))
 		}
 	}
 	if !complete {
 		fmt.Fprintf(&b, "The workspace has more than %d files: changes past the first %d are not listed.\n", p.S.cfg.MaxFiles, p.S.cfg.MaxFiles)
 	}
-	return b.String()
+	return asText(b.String())
+}
+
+// shownPath is a changed file's name as the model reads it: quoted when it
+// holds a control character (a newline would forge a line of the report)
+// or is not UTF-8.
+func shownPath(p string) string {
+	if !utf8.ValidString(p) || strings.ContainsFunc(p, unicode.IsControl) {
+		return strconv.Quote(p)
+	}
+	return p
 }
