@@ -119,7 +119,7 @@ func (p *Provider) report(o Outcome, changes []agent.Change, complete bool) stri
 		}
 	}
 	if !complete {
-		fmt.Fprintf(&b, "The workspace has more than %d files: changes past the first %d are not listed.\n", p.S.cfg.MaxFiles, p.S.cfg.MaxFiles)
+		fmt.Fprintf(&b, "The workspace is too large to compare whole (over %d files and folders, or folders nested over %d deep): changes past that point are not listed.\n", p.S.cfg.MaxFiles, maxDepth)
 	}
 	return asText(b.String())
 }
