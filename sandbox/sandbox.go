@@ -249,6 +249,9 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 	if err != nil {
 		return Outcome{}, fmt.Errorf("sandbox: the workspace: %w", err)
 	}
+	if err := checkWorkspace(dir); err != nil {
+		return Outcome{}, err
+	}
 	select {
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -312,6 +315,23 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 		return o, fmt.Errorf("sandbox: the child could not confine itself: %s", firstLine(o.Stderr.String()))
 	}
 	return o, nil
+}
+
+// shownDirs are what a command sees of the server's folders besides its
+// workspace (read-only); the kernel's own are never a workspace either.
+var shownDirs = append([]string{"/proc", "/dev", "/sys"}, systemDirs...)
+
+// checkWorkspace refuses a workspace inside a folder every command reads
+// (WEFT_DATA_DIR under /usr: each command would read every other
+// workspace and upload) or holding one (a workspace of / would be the
+// whole system, writable).
+func checkWorkspace(dir string) error {
+	for _, d := range shownDirs {
+		if under(dir, d) || under(d, dir) {
+			return fmt.Errorf("sandbox: the workspace %s is inside or holds %s, which every command reads: move WEFT_DATA_DIR out of the system folders", dir, d)
+		}
+	}
+	return nil
 }
 
 // kill ends a command: its process group, and its PID namespace's init

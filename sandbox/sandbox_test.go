@@ -535,3 +535,16 @@ perl -e 'use threads; threads->create(sub { print "THREAD\n" })->join'
 		t.Errorf("the command regained capabilities in a user namespace: %s", out)
 	}
 }
+
+// Every command reads the system folders: a workspace inside one (a
+// WEFT_DATA_DIR under /usr) would show each command every other workspace
+// and upload; a workspace of / would make them all writable.
+func TestAWorkspaceInsideOrAboveTheSystemFoldersIsRefused(t *testing.T) {
+	s := newSandbox(t, Config{})
+	for _, dir := range []string{"/usr/share", "/usr", "/"} {
+		o, err := s.Run(context.Background(), dir, "echo RAN", nil)
+		if err == nil || o.Stdout != nil && strings.Contains(o.Stdout.String(), "RAN") {
+			t.Errorf("a command ran in %s: %v", dir, err)
+		}
+	}
+}
