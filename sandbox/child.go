@@ -129,7 +129,7 @@ func child(args []string) error {
 //     processes and threads at once, whatever the uid — the kernel exempts
 //     root from RLIMIT_NPROC, so this is the wall that bounds a fork bomb
 //     of a root server;
-//  3. resource limits: RLIMIT_CPU, RLIMIT_DATA, RLIMIT_FSIZE, RLIMIT_NPROC
+//  3. resource limits: RLIMIT_CPU, RLIMIT_DATA, RLIMIT_STACK, RLIMIT_FSIZE, RLIMIT_NPROC
 //     (enforced for a server that is not root), RLIMIT_NOFILE, no core;
 //  4. no capabilities: the bounding and ambient sets are emptied, so the
 //     shell, root or not, execs with none (it cannot raise pid_max,
@@ -215,6 +215,9 @@ func confine(l limits) (string, error) {
 	}{
 		{syscall.RLIMIT_CPU, l.cpu, l.cpu + 1}, // SIGXCPU, then SIGKILL a second later
 		{syscall.RLIMIT_DATA, l.mem, l.mem},
+		// The stack is not data: unbounded, ulimit -s unlimited would
+		// let one process grow it past RLIMIT_DATA.
+		{syscall.RLIMIT_STACK, min(8<<20, l.mem), l.mem},
 		{syscall.RLIMIT_FSIZE, l.fsize, l.fsize},
 		{rlimitNPROC, uint64(l.procs), uint64(l.procs)},
 		{syscall.RLIMIT_NOFILE, 256, 256},

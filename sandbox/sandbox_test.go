@@ -401,12 +401,15 @@ func TestCommandsPastTheWorkersWaitAndMayNeverRun(t *testing.T) {
 func TestFileSizeAndMemoryAreLimited(t *testing.T) {
 	s := newSandbox(t, Config{FileSize: 1 << 20, Memory: 64 << 20})
 	ws := t.TempDir()
-	o := run(t, s, ws, `head -c 3000000 /dev/zero > big; perl -e '$x = "a" x (200<<20); print "ALLOCATED\n"'; echo done`)
+	o := run(t, s, ws, `head -c 3000000 /dev/zero > big; perl -e '$x = "a" x (200<<20); print "ALLOCATED\n"'; ulimit -s unlimited || echo STACK-BOUNDED; echo done`)
 	if st, err := os.Stat(filepath.Join(ws, "big")); err != nil || st.Size() > 1<<20 {
 		t.Fatalf("a file grew past the limit: %v %v", st.Size(), err)
 	}
 	if strings.Contains(o.Stdout.String(), "ALLOCATED") || !strings.Contains(o.Stderr.String(), "Out of memory") {
 		t.Fatalf("a process used more memory than allowed: %s / %s", o.Stdout.String(), o.Stderr.String())
+	}
+	if !strings.Contains(o.Stdout.String(), "STACK-BOUNDED") {
+		t.Fatalf("a process could grow its stack without bound: %s", o.Stdout.String())
 	}
 }
 
