@@ -59,6 +59,13 @@ type Config struct {
 	// Workers bounds the commands running at once on this instance
 	// (default 4); more wait for a slot, within their tool's timeout.
 	Workers int
+	// DiskReserve is the space the workspace's file system keeps free: a
+	// command is killed when less is left (checked every diskEvery) and
+	// none starts then. Default: the larger of 2 GiB and 5 % of the file
+	// system; its inodes keep the larger of 50,000 and 5 % likewise.
+	// RLIMIT_FSIZE bounds one file only: without it a command writes
+	// some 1.5 GB a second into the page cache, and files by the million.
+	DiskReserve int64
 }
 
 // Defaults of Config.
@@ -225,6 +232,9 @@ type Outcome struct {
 	TimedOut bool
 	// CPULimit: the CPU-time limit ended it.
 	CPULimit bool
+	// DiskFull: it was killed for leaving the workspace's file system
+	// less than its reserve.
+	DiskFull bool
 	Stdout   *Capped
 	Stderr   *Capped
 	Duration time.Duration
@@ -251,6 +261,9 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 	}
 	if err := checkWorkspace(dir); err != nil {
 		return Outcome{}, err
+	}
+	if why := s.diskLow(dir); why != "" {
+		return Outcome{}, fmt.Errorf("%w: %s", ErrDiskFull, why)
 	}
 	select {
 	case s.slots <- struct{}{}:
@@ -282,9 +295,17 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 	go func() { done <- cmd.Wait() }()
 	timer := time.NewTimer(wall)
 	defer timer.Stop()
+	full := make(chan struct{})
+	watched := make(chan struct{})
+	defer close(watched)
+	go s.watchDisk(dir, full, watched)
 	var stopped bool
 	select {
 	case err = <-done:
+	case <-full:
+		o.DiskFull = true
+		kill(cmd.Process.Pid)
+		err = <-done
 	case <-timer.C:
 		o.TimedOut = true
 		kill(cmd.Process.Pid)
@@ -332,6 +353,56 @@ func checkWorkspace(dir string) error {
 		}
 	}
 	return nil
+}
+
+// ErrDiskFull is returned when a command does not start for want of
+// space on its workspace's file system.
+var ErrDiskFull = errors.New("the workspace's disk is nearly full")
+
+// diskEvery is how often a running command's file system is checked: at
+// ~1.5 GB/s into the page cache, a command overshoots the reserve by
+// ~150 MB at most.
+const diskEvery = 100 * time.Millisecond
+
+// diskLow says how the file system of dir is below its reserve, or "".
+func (s *Sandbox) diskLow(dir string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return ""
+	}
+	bs := uint64(st.Bsize)
+	free, total := st.Bavail*bs, st.Blocks*bs
+	reserve := uint64(max(s.cfg.DiskReserve, 0))
+	if s.cfg.DiskReserve == 0 {
+		reserve = max(2<<30, total/20)
+	}
+	if free < reserve {
+		return fmt.Sprintf("%d MB free, under the %d MB kept free", free>>20, reserve>>20)
+	}
+	if st.Files > 0 && s.cfg.DiskReserve == 0 {
+		if inodes := max(50000, st.Files/20); st.Ffree < inodes {
+			return fmt.Sprintf("%d files more can be made, under the %d kept", st.Ffree, inodes)
+		}
+	}
+	return ""
+}
+
+// watchDisk closes full when dir's file system goes below its reserve,
+// until done is closed.
+func (s *Sandbox) watchDisk(dir string, full, done chan struct{}) {
+	t := time.NewTicker(diskEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if s.diskLow(dir) != "" {
+				close(full)
+				return
+			}
+		}
+	}
 }
 
 // kill ends a command: its process group, and its PID namespace's init

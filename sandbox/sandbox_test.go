@@ -551,3 +551,31 @@ func TestAWorkspaceInsideOrAboveTheSystemFoldersIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// RLIMIT_FSIZE bounds one file only: a command writing file after file
+// is killed once the workspace's file system is down to its reserve (here
+// set 300 MB under what is free now), and no command starts below it.
+func TestACommandFillingTheDiskIsKilledAtTheReserve(t *testing.T) {
+	ws := t.TempDir()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(ws, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	s := newSandbox(t, Config{DiskReserve: free - 300<<20})
+	o := run(t, s, ws, `i=0; while [ $i -lt 40 ]; do head -c 64000000 /dev/zero > f$i || break; i=$((i+1)); done; echo WROTE-ALL`)
+	var written int64
+	ents, _ := os.ReadDir(ws)
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil {
+			written += fi.Size()
+		}
+	}
+	if !o.DiskFull || strings.Contains(o.Stdout.String(), "WROTE-ALL") || written > 1<<30 {
+		t.Fatalf("a command wrote %d MB past the reserve: %+v", written>>20, o)
+	}
+	if _, err := s.Run(context.Background(), ws, "echo RAN", nil); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a command started below the reserve: %v", err)
+	}
+	t.Logf("killed after %d MB, in %s", written>>20, o.Duration)
+}

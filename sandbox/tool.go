@@ -64,6 +64,9 @@ func (p *Provider) run(ctx context.Context, env *agent.Env, args agent.Args) (ag
 		return agent.Result{}, err
 	}
 	o, runErr := p.S.Run(ctx, env.Root, command, env.Progress)
+	if errors.Is(runErr, ErrDiskFull) {
+		return agent.Result{}, &agent.ToolError{Msg: "The command did not run: " + runErr.Error() + ". Delete files from the workspace to make room."}
+	}
 	if runErr != nil && !errors.Is(runErr, ErrStopped) {
 		return agent.Result{}, runErr
 	}
@@ -86,6 +89,8 @@ func (p *Provider) report(o Outcome, changes []agent.Change, complete bool) stri
 	switch {
 	case o.TimedOut:
 		fmt.Fprintf(&b, "The command was killed: it ran longer than %s (wall clock).\n", o.Duration.Round(time.Second))
+	case o.DiskFull:
+		b.WriteString("The command was killed: the workspace's disk was nearly full. Delete files to make room.\n")
 	case o.CPULimit:
 		fmt.Fprintf(&b, "The command was killed: it used more than %s of CPU time.\n", p.S.cfg.CPU)
 	case o.Signal != "":
