@@ -269,7 +269,7 @@ func confine(l limits) (string, error) {
 	if ok, err := installSeccomp(); err != nil {
 		return "", err
 	} else if ok {
-		walls = append(walls, "seccomp: no user namespaces, keyrings or socket families but UNIX, IP and netlink")
+		walls = append(walls, "seccomp: no user namespaces, keyrings, set-user-ID bits, io_uring or socket families but UNIX, IP and netlink")
 	} else {
 		walls = append(walls, "no seccomp filter on "+runtime.GOARCH+": a command may make a user namespace and regain capabilities inside it")
 	}
@@ -400,10 +400,10 @@ func probeWalls(l limits) error {
 	if _, err := os.Stat("/bin/sh"); err != nil {
 		return fmt.Errorf("no /bin/sh: %w", err)
 	}
-	if _, _, e := syscall.RawSyscall(syscall.SYS_UNSHARE, syscall.CLONE_NEWUSER, 0, 0); e == 0 && auditArch[runtime.GOARCH] != 0 {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_UNSHARE, syscall.CLONE_NEWUSER, 0, 0); e == 0 && seccompArches[runtime.GOARCH].audit != 0 {
 		return errors.New("a user namespace could be made (and every capability regained in it)")
 	}
-	if fd, err := syscall.Socket(afVsock, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err == nil && auditArch[runtime.GOARCH] != 0 {
+	if fd, err := syscall.Socket(afVsock, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err == nil && seccompArches[runtime.GOARCH].audit != 0 {
 		syscall.Close(fd)
 		return errors.New("an AF_VSOCK socket could be made")
 	}

@@ -514,28 +514,42 @@ perl -e 'for my $i (1..3) { my $n = "m$i"; my $fd = syscall(%d, $n, 0); die "mem
 // A new user namespace would give the command back every capability
 // inside it — CAP_NET_ADMIN over a network namespace of its own is where
 // most kernel privilege escalations start (nf_tables); AF_VSOCK is not
-// isolated by network namespaces; keyrings are not namespaced at all.
-func TestACommandCannotRegainCapabilitiesNorReachVsockOrKeyrings(t *testing.T) {
+// isolated by network namespaces; keyrings are not namespaced at all; a
+// set-user-ID file would run as the server's uid for anyone on the host.
+func TestACommandCannotRegainCapabilitiesNorReachVsockKeyringsOrSetUID(t *testing.T) {
 	s := newSandbox(t, Config{})
 	nr := map[string][2]int{"amd64": {272, 250}, "arm64": {97, 219}}[runtime.GOARCH] // unshare, keyctl
 	// The capabilities are there until the next exec (the new namespace
 	// maps no uid): look from the same process.
-	o := run(t, s, t.TempDir(), fmt.Sprintf(`
+	ws := t.TempDir()
+	o := run(t, s, ws, fmt.Sprintf(`
 perl -e 'syscall(%d, 0x10000000) == 0 or die "unshare: $!\n"; open S, "/proc/self/status"; print grep /^CapEff/, <S>' || echo USERNS-DENIED
 unshare -Urn true || echo USERNS-MAP-DENIED
 perl -e 'socket(S, 40, 1, 0) or die "vsock: $!\n"; print "VSOCK\n"' || echo VSOCK-DENIED
 perl -e 'socket(S, 17, 3, 0) or die "packet: $!\n"; print "PACKET\n"' || echo PACKET-DENIED
 perl -e 'my $id = syscall(%d, 0, -3, 0); die "keyctl: $!\n" if $id < 0; print "KEYRING $id\n"' || echo KEYRING-DENIED
 perl -e 'use threads; threads->create(sub { print "THREAD\n" })->join'
+cp /bin/sh rootsh && chmod u+s rootsh || echo SETUID-DENIED
+chmod g+s rootsh || echo SETGID-DENIED
+perl -MFcntl -e 'sysopen(F, "rootsh2", O_CREAT|O_WRONLY, 04755) or die "open: $!\n"' || echo SETUID-OPEN-DENIED
+perl -e 'my $p = "\0" x 120; syscall(425, 4, $p) >= 0 or die "io_uring: $!\n"; print "IOURING\n"' || echo IOURING-DENIED
 `, nr[0], nr[1]))
 	out := o.Stdout.String()
-	for _, want := range []string{"USERNS-DENIED", "USERNS-MAP-DENIED", "VSOCK-DENIED", "PACKET-DENIED", "KEYRING-DENIED", "THREAD"} {
+	for _, want := range []string{"USERNS-DENIED", "USERNS-MAP-DENIED", "VSOCK-DENIED", "PACKET-DENIED", "KEYRING-DENIED", "THREAD",
+		"SETUID-DENIED", "SETGID-DENIED", "SETUID-OPEN-DENIED", "IOURING-DENIED"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %s:\n%s\n%s", want, out, o.Stderr.String())
 		}
 	}
 	if strings.Contains(out, "CapEff:\t000001") {
 		t.Errorf("the command regained capabilities in a user namespace: %s", out)
+	}
+	// Its uid is the server's: a set-user-ID file in the workspace would
+	// be a root shell on the host.
+	for _, f := range []string{"rootsh", "rootsh2"} {
+		if fi, err := os.Stat(filepath.Join(ws, f)); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			t.Errorf("the command left a set-user-ID file %s: %s", f, fi.Mode())
+		}
 	}
 }
 

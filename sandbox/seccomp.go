@@ -22,16 +22,79 @@ import (
 //     attack surface here;
 //   - the kernel's keyrings (keyctl, add_key, request_key): not
 //     namespaced, the command would hold the server's session keyring;
+//   - set-user-ID and set-group-ID bits (chmod, open, mknod): the
+//     command's uid is the server's, root here, so a set-user-ID file it
+//     left in the workspace would be a root shell for whoever can reach
+//     the folder on the host; io_uring, whose operations bypass this
+//     filter, and openat2, whose mode it cannot read, answer ENOSYS;
 //   - system calls of another ABI (32-bit, x32), whose numbers the filter
 //     does not check: ENOSYS.
 //
 // It is installed last, on the thread that execs the shell.
 
-// auditArch is AUDIT_ARCH_* of the architectures the filter knows; on any
-// other the command runs without it (the walls say so).
-var auditArch = map[string]uint32{
-	"amd64": 0xc000003e,
-	"arm64": 0xc00000b7,
+// seccompArch is what the filter needs of one architecture.
+type seccompArch struct {
+	audit uint32 // AUDIT_ARCH_*
+	x32   bool   // numbers from 0x40000000 are another ABI's
+	// denied answer errno whatever their arguments.
+	denied []deniedCall
+	// modeArg: system calls whose argument arg is a file mode, refused
+	// with a set-user-ID or set-group-ID bit in it.
+	modeArg []argCall
+	// newUser: system calls whose first argument holds clone flags.
+	newUser []uint32
+	socket  uint32
+}
+
+type deniedCall struct {
+	nr    uint32
+	errno syscall.Errno
+}
+
+type argCall struct {
+	nr  uint32
+	arg int
+}
+
+// Numbers common to every architecture.
+const (
+	sysIOUringSetup    = 425
+	sysIOUringEnter    = 426
+	sysIOUringRegister = 427
+	sysClone3          = 435
+	sysOpenat2         = 437
+	sysFchmodat2       = 452
+)
+
+var common = []deniedCall{
+	// clone3's flags are in memory a filter cannot read: ENOSYS, and the
+	// C library falls back to clone.
+	{sysClone3, syscall.ENOSYS},
+	// openat2's mode likewise; the C library does not use it.
+	{sysOpenat2, syscall.ENOSYS},
+	// io_uring's operations do not pass through this filter (its openat
+	// takes a mode).
+	{sysIOUringSetup, syscall.ENOSYS}, {sysIOUringEnter, syscall.ENOSYS}, {sysIOUringRegister, syscall.ENOSYS},
+}
+
+// seccompArches are the architectures the filter knows; on any other the
+// command runs without it (the walls say so).
+var seccompArches = map[string]seccompArch{
+	"amd64": {
+		audit: 0xc000003e, x32: true,
+		denied: append([]deniedCall{{250, syscall.EPERM}, {248, syscall.EPERM}, {249, syscall.EPERM}}, common...), // keyctl, add_key, request_key
+		// open, creat, openat, chmod, fchmod, fchmodat, fchmodat2, mknod, mknodat
+		modeArg: []argCall{{2, 2}, {85, 1}, {257, 3}, {90, 1}, {91, 1}, {268, 2}, {sysFchmodat2, 2}, {133, 1}, {259, 2}},
+		newUser: []uint32{272, 56}, // unshare, clone
+		socket:  41,
+	},
+	"arm64": {
+		audit:   0xc00000b7,
+		denied:  append([]deniedCall{{219, syscall.EPERM}, {217, syscall.EPERM}, {218, syscall.EPERM}}, common...),
+		modeArg: []argCall{{56, 3}, {52, 1}, {53, 2}, {sysFchmodat2, 2}, {33, 2}}, // openat, fchmod, fchmodat, fchmodat2, mknodat
+		newUser: []uint32{97, 220},
+		socket:  198,
+	},
 }
 
 const (
@@ -42,7 +105,7 @@ const (
 	afVsock   = 40 // only for the probe
 
 	cloneNewUser = 0x10000000
-	sysClone3    = 435 // the same on every Linux architecture
+	setID        = 0o6000 // S_ISUID | S_ISGID
 
 	secRetAllow = 0x7fff0000
 	secRetErrno = 0x00050000
@@ -63,35 +126,45 @@ const (
 	bpfRetK  = syscall.BPF_RET | syscall.BPF_K
 )
 
-// seccompProgram is the filter for arch (an AUDIT_ARCH_* value).
-func seccompProgram(arch uint32) []syscall.SockFilter {
+// seccompProgram is the filter for a. Each block tests one system call
+// number and ends in returns, so every jump is short and local.
+func seccompProgram(a seccompArch) []syscall.SockFilter {
 	stmt := func(code uint16, k uint32) syscall.SockFilter { return syscall.SockFilter{Code: code, K: k} }
 	jump := func(code uint16, k uint32, jt, jf uint8) syscall.SockFilter {
 		return syscall.SockFilter{Code: code, K: k, Jt: jt, Jf: jf}
 	}
 	errno := func(e syscall.Errno) syscall.SockFilter { return stmt(bpfRetK, secRetErrno|uint32(e)) }
 	allow := stmt(bpfRetK, secRetAllow)
-	// Each block ends in a return, so the jumps stay short and local.
+	// refuseIf refuses nr when its argument arg has a bit of mask.
+	refuseIf := func(nr uint32, arg int, mask uint32, e syscall.Errno) []syscall.SockFilter {
+		return []syscall.SockFilter{
+			jump(bpfJeqK, nr, 0, 4),
+			stmt(bpfLdW, uint32(offArg0+8*arg)),
+			jump(bpfJsetK, mask, 0, 1),
+			errno(e),
+			allow,
+		}
+	}
 	p := []syscall.SockFilter{
 		stmt(bpfLdW, offArch),
-		jump(bpfJeqK, arch, 1, 0),
-		errno(syscall.ENOSYS), // another ABI
+		jump(bpfJeqK, a.audit, 1, 0),
+		errno(syscall.ENOSYS), // another ABI (32-bit)
 		stmt(bpfLdW, offNr),
-		jump(bpfJgeK, 0x40000000, 0, 1), // x32's numbers
-		errno(syscall.ENOSYS),
-		jump(bpfJeqK, sysClone3, 0, 1),
-		errno(syscall.ENOSYS),
-		jump(bpfJeqK, syscall.SYS_KEYCTL, 2, 0),
-		jump(bpfJeqK, syscall.SYS_ADD_KEY, 1, 0),
-		jump(bpfJeqK, syscall.SYS_REQUEST_KEY, 0, 1),
-		errno(syscall.EPERM),
-		jump(bpfJeqK, syscall.SYS_UNSHARE, 1, 0),
-		jump(bpfJeqK, syscall.SYS_CLONE, 0, 4),
-		stmt(bpfLdW, offArg0), // the flags, for both
-		jump(bpfJsetK, cloneNewUser, 0, 1),
-		errno(syscall.EPERM),
-		allow,
-		jump(bpfJeqK, syscall.SYS_SOCKET, 0, 7),
+	}
+	if a.x32 {
+		p = append(p, jump(bpfJgeK, 0x40000000, 0, 1), errno(syscall.ENOSYS))
+	}
+	for _, d := range a.denied {
+		p = append(p, jump(bpfJeqK, d.nr, 0, 1), errno(d.errno))
+	}
+	for _, nr := range a.newUser {
+		p = append(p, refuseIf(nr, 0, cloneNewUser, syscall.EPERM)...)
+	}
+	for _, c := range a.modeArg {
+		p = append(p, refuseIf(c.nr, c.arg, setID, syscall.EPERM)...)
+	}
+	return append(p,
+		jump(bpfJeqK, a.socket, 0, 7),
 		stmt(bpfLdW, offArg0), // the family
 		jump(bpfJeqK, afUnix, 3, 0),
 		jump(bpfJeqK, afInet, 2, 0),
@@ -100,15 +173,14 @@ func seccompProgram(arch uint32) []syscall.SockFilter {
 		allow,
 		errno(syscall.EAFNOSUPPORT),
 		allow,
-	}
-	return p
+	)
 }
 
 // installSeccomp puts the filter on the calling thread (the one that
 // execs); no_new_privs must be set already (Landlock sets it). It reports
 // false when this architecture has no filter.
 func installSeccomp() (bool, error) {
-	arch, ok := auditArch[runtime.GOARCH]
+	arch, ok := seccompArches[runtime.GOARCH]
 	if !ok {
 		return false, nil
 	}
