@@ -209,6 +209,22 @@ func confine(l limits) (string, error) {
 		return "", errors.New("the number of processes cannot be bounded: the server runs as root, which RLIMIT_NPROC exempts, and this kernel cannot set pid_max per PID namespace (Linux 6.14+)")
 	}
 
+	// The user namespace's own counts (Linux charges each up to the
+	// server's user too: a command holding 128 inotify instances would
+	// leave none to every root process of the host for its minute).
+	// Not a wall the command needs to be confined (seccomp refuses new
+	// namespaces): a kernel that refuses it leaves it out of the walls.
+	if userNS && procOK {
+		set := true
+		for name, v := range userNSLimits {
+			err := os.WriteFile("/proc/sys/user/"+name, []byte(strconv.Itoa(v)), 0)
+			set = set && (err == nil || errors.Is(err, os.ErrNotExist))
+		}
+		if set {
+			walls = append(walls, "user namespace limits (no namespaces, 16 inotify instances)")
+		}
+	}
+
 	rl := []struct {
 		res      int
 		cur, max uint64
@@ -222,6 +238,8 @@ func confine(l limits) (string, error) {
 		{rlimitNPROC, uint64(l.procs), uint64(l.procs)},
 		{syscall.RLIMIT_NOFILE, 256, 256},
 		{syscall.RLIMIT_CORE, 0, 0},
+		// Pending signals are counted per user up to the server's too.
+		{rlimitSIGPENDING, 1024, 1024},
 	}
 	for _, r := range rl {
 		if err := syscall.Setrlimit(r.res, &syscall.Rlimit{Cur: r.cur, Max: r.max}); err != nil {
@@ -276,9 +294,19 @@ func confine(l limits) (string, error) {
 	return strings.Join(walls, "; "), nil
 }
 
+// userNSLimits are the counts of /proc/sys/user set in the command's user
+// namespace: no namespaces of any kind (seccomp refuses user namespaces;
+// this is the second wall), few inotify and fanotify objects.
+var userNSLimits = map[string]int{
+	"max_user_namespaces": 0, "max_pid_namespaces": 0, "max_net_namespaces": 0, "max_mnt_namespaces": 0,
+	"max_ipc_namespaces": 0, "max_uts_namespaces": 0, "max_cgroup_namespaces": 0, "max_time_namespaces": 0,
+	"max_inotify_instances": 16, "max_inotify_watches": 8192, "max_fanotify_groups": 4, "max_fanotify_marks": 8192,
+}
+
 const (
-	rlimitNPROC = 6        // RLIMIT_NPROC on Linux
-	oPath       = 0x200000 // O_PATH on Linux
+	rlimitNPROC      = 6        // RLIMIT_NPROC on Linux
+	rlimitSIGPENDING = 11       // RLIMIT_SIGPENDING on Linux
+	oPath            = 0x200000 // O_PATH on Linux
 )
 
 // etcFiles are the files of /etc a command may read: what the C library,

@@ -593,3 +593,20 @@ func TestACommandFillingTheDiskIsKilledAtTheReserve(t *testing.T) {
 	}
 	t.Logf("killed after %d MB, in %s", written>>20, o.Duration)
 }
+
+// Linux counts inotify instances (and namespaces, fanotify groups) per
+// user namespace *and* up to the user that made it — the server's: a
+// command holding 128 instances would leave none to every root process of
+// the host. Its user namespace's own limit stops it first.
+func TestACommandCannotExhaustTheServersUsersInotifyInstances(t *testing.T) {
+	s := newSandbox(t, Config{})
+	if !s.userNS {
+		t.Fatalf("this machine gives commands no user namespace: %s", s.Walls())
+	}
+	nr := map[string]int{"amd64": 294, "arm64": 26}[runtime.GOARCH] // inotify_init1
+	o := run(t, s, t.TempDir(), fmt.Sprintf(`perl -e 'my $n = 0; while ($n < 40) { last if syscall(%d, 0) < 0; $n++ } print "$n\n"'; cat /proc/sys/user/max_user_namespaces`, nr))
+	f := strings.Fields(o.Stdout.String())
+	if len(f) != 2 || f[0] != "16" || f[1] != "0" {
+		t.Fatalf("inotify instances made, user namespaces allowed: %v (%s)", f, o.Stderr.String())
+	}
+}
