@@ -235,6 +235,8 @@ type Outcome struct {
 	// DiskFull: it was killed for leaving the workspace's file system
 	// less than its reserve.
 	DiskFull bool
+	// Flooded: it was killed for writing more output than FloodLimit.
+	Flooded  bool
 	Stdout   *Capped
 	Stderr   *Capped
 	Duration time.Duration
@@ -282,8 +284,9 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 	o := Outcome{Stdout: newCapped(s.cfg.Output), Stderr: newCapped(s.cfg.Output)}
 	cmd := s.command(context.WithoutCancel(ctx), dir, opRun, command)
 	pr := &progressor{fn: progress, out: o.Stdout, err: o.Stderr}
-	cmd.Stdout = &streamWriter{c: o.Stdout, p: pr}
-	cmd.Stderr = &streamWriter{c: o.Stderr, p: pr}
+	flood := &flooded{limit: s.cfg.floodLimit(), c: make(chan struct{})}
+	cmd.Stdout = &streamWriter{c: o.Stdout, p: pr, f: flood}
+	cmd.Stderr = &streamWriter{c: o.Stderr, p: pr, f: flood}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return o, fmt.Errorf("sandbox: start: %w", err)
@@ -304,6 +307,10 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 	case err = <-done:
 	case <-full:
 		o.DiskFull = true
+		kill(cmd.Process.Pid)
+		err = <-done
+	case <-flood.c:
+		o.Flooded = true
 		kill(cmd.Process.Pid)
 		err = <-done
 	case <-timer.C:
@@ -531,12 +538,40 @@ func (c *Capped) last(n int) string {
 type streamWriter struct {
 	c *Capped
 	p *progressor
+	f *flooded
 }
 
 func (w *streamWriter) Write(p []byte) (int, error) {
 	w.c.write(p)
 	w.p.tick()
+	w.f.add(len(p))
 	return len(p), nil
+}
+
+// floodFactor × Output is the output a command may write, both streams
+// together, before it is killed: all but Output is thrown away, and
+// reading it costs the server (`yes` writes ~4 GB/s, which took 0.6 of a
+// core of the server to read — per command).
+const floodFactor = 1024
+
+func (c Config) floodLimit() int64 { return max(int64(c.Output)*floodFactor, 16<<20) }
+
+// flooded closes c once more than limit bytes were written.
+type flooded struct {
+	limit int64
+	mu    sync.Mutex
+	n     int64
+	c     chan struct{}
+}
+
+func (f *flooded) add(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	was := f.n
+	f.n += int64(n)
+	if was <= f.limit && f.n > f.limit {
+		close(f.c)
+	}
 }
 
 // progressor reports the output so far, at most every progressEvery.

@@ -610,3 +610,16 @@ func TestACommandCannotExhaustTheServersUsersInotifyInstances(t *testing.T) {
 		t.Fatalf("inotify instances made, user namespaces allowed: %v (%s)", f, o.Stderr.String())
 	}
 }
+
+// All but Output bytes of a command's output are thrown away, but reading
+// them costs the server: a command writing without end (yes: ~4 GB/s,
+// 0.6 of a core of the server to read) is killed past floodFactor ×
+// Output (16 MiB at the least).
+func TestACommandFloodingItsOutputIsKilled(t *testing.T) {
+	s := newSandbox(t, Config{Timeout: 5 * time.Second, Output: 1000})
+	o := run(t, s, t.TempDir(), `yes`)
+	if !o.Flooded || o.TimedOut || o.Stdout.Total() < 16<<20 || o.Stdout.Total() > 64<<20 {
+		t.Fatalf("a flood of output: flooded %v, timed out %v, %d bytes read", o.Flooded, o.TimedOut, o.Stdout.Total())
+	}
+	t.Logf("killed after %d MB, %s", o.Stdout.Total()>>20, o.Duration)
+}

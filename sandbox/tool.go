@@ -89,6 +89,8 @@ func (p *Provider) report(o Outcome, changes []agent.Change, complete bool) stri
 	switch {
 	case o.TimedOut:
 		fmt.Fprintf(&b, "The command was killed: it ran longer than %s (wall clock).\n", o.Duration.Round(time.Second))
+	case o.Flooded:
+		fmt.Fprintf(&b, "The command was killed: it wrote more than %d MB of output.\n", p.S.cfg.floodLimit()>>20)
 	case o.DiskFull:
 		b.WriteString("The command was killed: the workspace's disk was nearly full. Delete files to make room.\n")
 	case o.CPULimit:
