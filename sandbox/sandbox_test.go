@@ -518,7 +518,7 @@ perl -e 'for my $i (1..3) { my $n = "m$i"; my $fd = syscall(%d, $n, 0); die "mem
 // set-user-ID file would run as the server's uid for anyone on the host.
 func TestACommandCannotRegainCapabilitiesNorReachVsockKeyringsOrSetUID(t *testing.T) {
 	s := newSandbox(t, Config{})
-	nr := map[string][2]int{"amd64": {272, 250}, "arm64": {97, 219}}[runtime.GOARCH] // unshare, keyctl
+	nr := map[string][3]int{"amd64": {272, 250, 323}, "arm64": {97, 219, 282}}[runtime.GOARCH] // unshare, keyctl, userfaultfd
 	// The capabilities are there until the next exec (the new namespace
 	// maps no uid): look from the same process.
 	ws := t.TempDir()
@@ -533,10 +533,11 @@ cp /bin/sh rootsh && chmod u+s rootsh || echo SETUID-DENIED
 chmod g+s rootsh || echo SETGID-DENIED
 perl -MFcntl -e 'sysopen(F, "rootsh2", O_CREAT|O_WRONLY, 04755) or die "open: $!\n"' || echo SETUID-OPEN-DENIED
 perl -e 'my $p = "\0" x 120; syscall(425, 4, $p) >= 0 or die "io_uring: $!\n"; print "IOURING\n"' || echo IOURING-DENIED
-`, nr[0], nr[1]))
+perl -e 'syscall(%d, 1) >= 0 or die "userfaultfd: $!\n"; print "USERFAULTFD\n"' || echo USERFAULTFD-DENIED
+`, nr[0], nr[1], nr[2]))
 	out := o.Stdout.String()
 	for _, want := range []string{"USERNS-DENIED", "USERNS-MAP-DENIED", "VSOCK-DENIED", "PACKET-DENIED", "KEYRING-DENIED", "THREAD",
-		"SETUID-DENIED", "SETGID-DENIED", "SETUID-OPEN-DENIED", "IOURING-DENIED"} {
+		"SETUID-DENIED", "SETGID-DENIED", "SETUID-OPEN-DENIED", "IOURING-DENIED", "USERFAULTFD-DENIED"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %s:\n%s\n%s", want, out, o.Stderr.String())
 		}

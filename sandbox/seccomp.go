@@ -27,6 +27,8 @@ import (
 //     left in the workspace would be a root shell for whoever can reach
 //     the folder on the host; io_uring, whose operations bypass this
 //     filter, and openat2, whose mode it cannot read, answer ENOSYS;
+//   - userfaultfd and perf_event_open: no use to a shell, and favourite
+//     tools of kernel exploits (to win races, to read the kernel's state);
 //   - system calls of another ABI (32-bit, x32), whose numbers the filter
 //     does not check: ENOSYS.
 //
@@ -82,7 +84,8 @@ var common = []deniedCall{
 var seccompArches = map[string]seccompArch{
 	"amd64": {
 		audit: 0xc000003e, x32: true,
-		denied: append([]deniedCall{{250, syscall.EPERM}, {248, syscall.EPERM}, {249, syscall.EPERM}}, common...), // keyctl, add_key, request_key
+		// keyctl, add_key, request_key, userfaultfd, perf_event_open
+		denied: append([]deniedCall{{250, syscall.EPERM}, {248, syscall.EPERM}, {249, syscall.EPERM}, {323, syscall.EPERM}, {298, syscall.EPERM}}, common...),
 		// open, creat, openat, chmod, fchmod, fchmodat, fchmodat2, mknod, mknodat
 		modeArg: []argCall{{2, 2}, {85, 1}, {257, 3}, {90, 1}, {91, 1}, {268, 2}, {sysFchmodat2, 2}, {133, 1}, {259, 2}},
 		newUser: []uint32{272, 56}, // unshare, clone
@@ -90,7 +93,7 @@ var seccompArches = map[string]seccompArch{
 	},
 	"arm64": {
 		audit:   0xc00000b7,
-		denied:  append([]deniedCall{{219, syscall.EPERM}, {217, syscall.EPERM}, {218, syscall.EPERM}}, common...),
+		denied:  append([]deniedCall{{219, syscall.EPERM}, {217, syscall.EPERM}, {218, syscall.EPERM}, {282, syscall.EPERM}, {241, syscall.EPERM}}, common...),
 		modeArg: []argCall{{56, 3}, {52, 1}, {53, 2}, {sysFchmodat2, 2}, {33, 2}}, // openat, fchmod, fchmodat, fchmodat2, mknodat
 		newUser: []uint32{97, 220},
 		socket:  198,
