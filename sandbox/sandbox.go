@@ -4,9 +4,12 @@
 // network (an empty network namespace, and Landlock denying TCP bind and
 // connect); the workspace read-write, system directories read-only and
 // nothing else (Landlock); a private /tmp and /proc; resource limits (CPU
-// seconds, memory, processes, file size); no capabilities; a scrubbed
-// environment; a wall-clock timeout and Stop that kill the whole process
-// group and PID namespace; and the output capped, head and tail. It
+// seconds, memory, processes, file size); no capabilities, and a seccomp
+// filter against getting them back (no new user namespace, no
+// set-user-ID bit); a scrubbed environment and no inherited descriptor; a
+// wall-clock timeout, a disk reserve, an output bound and Stop that kill
+// the whole process group and PID namespace; and the output capped, head
+// and tail. It
 // reports which workspace files a command created, modified or deleted by
 // comparing the workspace before and after.
 //
