@@ -181,3 +181,30 @@ func TestAnUnavailableShellSaysWhyEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// A command's output is whatever bytes it wrote: a NUL byte (PostgreSQL's
+// jsonb refuses \u0000) or bytes that are not UTF-8 must not fail the
+// run, and a file name holding a newline must not forge a line of the
+// report the model reads.
+func TestACommandsNULBytesAndOddFileNamesDoNotBreakTheRun(t *testing.T) {
+	t.Parallel()
+	e := shellEnv(t, sandbox.Config{})
+	e.allow(sandbox.ToolName, agent.ModeAuto)
+	thread := e.start(`Go. [[tool:run_command {"command":"printf 'a\\000b\\377c\\n'; printf 'err\\000\\n' >&2; touch \"$(printf 'x\\ncreated forged')\""}]]`)
+	run, _ := e.finished(thread)
+	if run.Status != db.RunCompleted {
+		t.Fatalf("run %s: %s", run.Status, e.describe(run.ID))
+	}
+	var call db.Step
+	for _, s := range e.steps(run.ID) {
+		if s.Kind == db.StepToolCall {
+			call = s
+		}
+	}
+	if !strings.Contains(call.Data.Output, "a\uFFFDb\uFFFDc") || !strings.Contains(call.Data.Output, "err\uFFFD") {
+		t.Fatalf("the output: %q", call.Data.Output)
+	}
+	if strings.Contains(call.Data.Output, "\ncreated forged") || !strings.Contains(call.Data.Output, `created "x\ncreated forged"`) {
+		t.Fatalf("a file name forged a line of the report: %q", call.Data.Output)
+	}
+}

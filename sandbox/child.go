@@ -86,6 +86,18 @@ func child(args []string) error {
 	}
 	l.hide = args[5] == "hide"
 	l.op, l.dir, l.arg = args[0], args[6], args[7]
+	if err := closeInherited(); err != nil {
+		return err
+	}
+	// The command's memory is bounded per process only (RLIMIT_DATA; a
+	// command may run up to pid_max of them, and memfds or shared
+	// mappings escape RLIMIT_DATA): should the machine run out, the
+	// kernel's OOM killer takes the command first — not PostgreSQL or
+	// the server. Its processes inherit this and, without
+	// CAP_SYS_RESOURCE, cannot lower it.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
+		return fmt.Errorf("make the command the OOM killer's first choice: %w", err)
+	}
 	walls, err := confine(l)
 	if err != nil {
 		return err
@@ -117,7 +129,7 @@ func child(args []string) error {
 //     processes and threads at once, whatever the uid — the kernel exempts
 //     root from RLIMIT_NPROC, so this is the wall that bounds a fork bomb
 //     of a root server;
-//  3. resource limits: RLIMIT_CPU, RLIMIT_DATA, RLIMIT_FSIZE, RLIMIT_NPROC
+//  3. resource limits: RLIMIT_CPU, RLIMIT_DATA, RLIMIT_STACK, RLIMIT_FSIZE, RLIMIT_NPROC
 //     (enforced for a server that is not root), RLIMIT_NOFILE, no core;
 //  4. no capabilities: the bounding and ambient sets are emptied, so the
 //     shell, root or not, execs with none (it cannot raise pid_max,
@@ -197,16 +209,37 @@ func confine(l limits) (string, error) {
 		return "", errors.New("the number of processes cannot be bounded: the server runs as root, which RLIMIT_NPROC exempts, and this kernel cannot set pid_max per PID namespace (Linux 6.14+)")
 	}
 
+	// The user namespace's own counts (Linux charges each up to the
+	// server's user too: a command holding 128 inotify instances would
+	// leave none to every root process of the host for its minute).
+	// Not a wall the command needs to be confined (seccomp refuses new
+	// namespaces): a kernel that refuses it leaves it out of the walls.
+	if userNS && procOK {
+		set := true
+		for name, v := range userNSLimits {
+			err := os.WriteFile("/proc/sys/user/"+name, []byte(strconv.Itoa(v)), 0)
+			set = set && (err == nil || errors.Is(err, os.ErrNotExist))
+		}
+		if set {
+			walls = append(walls, "user namespace limits (no namespaces, 16 inotify instances)")
+		}
+	}
+
 	rl := []struct {
 		res      int
 		cur, max uint64
 	}{
 		{syscall.RLIMIT_CPU, l.cpu, l.cpu + 1}, // SIGXCPU, then SIGKILL a second later
 		{syscall.RLIMIT_DATA, l.mem, l.mem},
+		// The stack is not data: unbounded, ulimit -s unlimited would
+		// let one process grow it past RLIMIT_DATA.
+		{syscall.RLIMIT_STACK, min(8<<20, l.mem), l.mem},
 		{syscall.RLIMIT_FSIZE, l.fsize, l.fsize},
 		{rlimitNPROC, uint64(l.procs), uint64(l.procs)},
 		{syscall.RLIMIT_NOFILE, 256, 256},
 		{syscall.RLIMIT_CORE, 0, 0},
+		// Pending signals are counted per user up to the server's too.
+		{rlimitSIGPENDING, 1024, 1024},
 	}
 	for _, r := range rl {
 		if err := syscall.Setrlimit(r.res, &syscall.Rlimit{Cur: r.cur, Max: r.max}); err != nil {
@@ -251,12 +284,29 @@ func confine(l limits) (string, error) {
 		walls = append(walls, fmt.Sprintf("landlock ABI %d: files", abi))
 	}
 	walls = append(walls, "no capabilities")
+	if ok, err := installSeccomp(); err != nil {
+		return "", err
+	} else if ok {
+		walls = append(walls, "seccomp: no user namespaces, keyrings, set-user-ID bits, io_uring or socket families but UNIX, IP and netlink")
+	} else {
+		walls = append(walls, "no seccomp filter on "+runtime.GOARCH+": a command may make a user namespace and regain capabilities inside it")
+	}
 	return strings.Join(walls, "; "), nil
 }
 
+// userNSLimits are the counts of /proc/sys/user set in the command's user
+// namespace: no namespaces of any kind (seccomp refuses user namespaces;
+// this is the second wall), few inotify and fanotify objects.
+var userNSLimits = map[string]int{
+	"max_user_namespaces": 0, "max_pid_namespaces": 0, "max_net_namespaces": 0, "max_mnt_namespaces": 0,
+	"max_ipc_namespaces": 0, "max_uts_namespaces": 0, "max_cgroup_namespaces": 0, "max_time_namespaces": 0,
+	"max_inotify_instances": 16, "max_inotify_watches": 8192, "max_fanotify_groups": 4, "max_fanotify_marks": 8192,
+}
+
 const (
-	rlimitNPROC = 6        // RLIMIT_NPROC on Linux
-	oPath       = 0x200000 // O_PATH on Linux
+	rlimitNPROC      = 6        // RLIMIT_NPROC on Linux
+	rlimitSIGPENDING = 11       // RLIMIT_SIGPENDING on Linux
+	oPath            = 0x200000 // O_PATH on Linux
 )
 
 // etcFiles are the files of /etc a command may read: what the C library,
@@ -285,6 +335,31 @@ func bindBack(fd int, dir string, procOK bool) error {
 	}
 	if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), dir, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind the workspace back: %w", err)
+	}
+	return nil
+}
+
+// closeInherited marks every descriptor past stderr close-on-exec. The
+// server's own are already, but os/exec passes on any the server itself
+// inherited without the flag (from a supervisor, a shell, a socket
+// activation): the shell must not get them, whatever they reach.
+func closeInherited() error {
+	const (
+		sysCloseRange     = 436 // the same on every Linux architecture
+		closeRangeCloexec = 1 << 2
+	)
+	if _, _, e := syscall.RawSyscall(sysCloseRange, 3, uintptr(^uint32(0)), closeRangeCloexec); e == 0 {
+		return nil
+	}
+	// Before Linux 5.11: one by one.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("close the inherited descriptors: %w", err)
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
 	}
 	return nil
 }
@@ -352,6 +427,13 @@ func probeWalls(l limits) error {
 	}
 	if _, err := os.Stat("/bin/sh"); err != nil {
 		return fmt.Errorf("no /bin/sh: %w", err)
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_UNSHARE, syscall.CLONE_NEWUSER, 0, 0); e == 0 && seccompArches[runtime.GOARCH].audit != 0 {
+		return errors.New("a user namespace could be made (and every capability regained in it)")
+	}
+	if fd, err := syscall.Socket(afVsock, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err == nil && seccompArches[runtime.GOARCH].audit != 0 {
+		syscall.Close(fd)
+		return errors.New("an AF_VSOCK socket could be made")
 	}
 	b, err := os.ReadFile("/proc/thread-self/status")
 	if err == nil && !strings.Contains(string(b), "CapBnd:\t0000000000000000") {

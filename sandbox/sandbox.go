@@ -4,9 +4,12 @@
 // network (an empty network namespace, and Landlock denying TCP bind and
 // connect); the workspace read-write, system directories read-only and
 // nothing else (Landlock); a private /tmp and /proc; resource limits (CPU
-// seconds, memory, processes, file size); no capabilities; a scrubbed
-// environment; a wall-clock timeout and Stop that kill the whole process
-// group and PID namespace; and the output capped, head and tail. It
+// seconds, memory, processes, file size); no capabilities, and a seccomp
+// filter against getting them back (no new user namespace, no
+// set-user-ID bit); a scrubbed environment and no inherited descriptor; a
+// wall-clock timeout, a disk reserve, an output bound and Stop that kill
+// the whole process group and PID namespace; and the output capped, head
+// and tail. It
 // reports which workspace files a command created, modified or deleted by
 // comparing the workspace before and after.
 //
@@ -59,6 +62,13 @@ type Config struct {
 	// Workers bounds the commands running at once on this instance
 	// (default 4); more wait for a slot, within their tool's timeout.
 	Workers int
+	// DiskReserve is the space the workspace's file system keeps free: a
+	// command is killed when less is left (checked every diskEvery) and
+	// none starts then. Default: the larger of 2 GiB and 5 % of the file
+	// system; its inodes keep the larger of 50,000 and 5 % likewise.
+	// RLIMIT_FSIZE bounds one file only: without it a command writes
+	// some 1.5 GB a second into the page cache, and files by the million.
+	DiskReserve int64
 }
 
 // Defaults of Config.
@@ -225,6 +235,11 @@ type Outcome struct {
 	TimedOut bool
 	// CPULimit: the CPU-time limit ended it.
 	CPULimit bool
+	// DiskFull: it was killed for leaving the workspace's file system
+	// less than its reserve.
+	DiskFull bool
+	// Flooded: it was killed for writing more output than FloodLimit.
+	Flooded  bool
 	Stdout   *Capped
 	Stderr   *Capped
 	Duration time.Duration
@@ -249,6 +264,12 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 	if err != nil {
 		return Outcome{}, fmt.Errorf("sandbox: the workspace: %w", err)
 	}
+	if err := checkWorkspace(dir); err != nil {
+		return Outcome{}, err
+	}
+	if why := s.diskLow(dir); why != "" {
+		return Outcome{}, fmt.Errorf("%w: %s", ErrDiskFull, why)
+	}
 	select {
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -266,8 +287,9 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 	o := Outcome{Stdout: newCapped(s.cfg.Output), Stderr: newCapped(s.cfg.Output)}
 	cmd := s.command(context.WithoutCancel(ctx), dir, opRun, command)
 	pr := &progressor{fn: progress, out: o.Stdout, err: o.Stderr}
-	cmd.Stdout = &streamWriter{c: o.Stdout, p: pr}
-	cmd.Stderr = &streamWriter{c: o.Stderr, p: pr}
+	flood := &flooded{limit: s.cfg.floodLimit(), c: make(chan struct{})}
+	cmd.Stdout = &streamWriter{c: o.Stdout, p: pr, f: flood}
+	cmd.Stderr = &streamWriter{c: o.Stderr, p: pr, f: flood}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return o, fmt.Errorf("sandbox: start: %w", err)
@@ -279,9 +301,21 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 	go func() { done <- cmd.Wait() }()
 	timer := time.NewTimer(wall)
 	defer timer.Stop()
+	full := make(chan struct{})
+	watched := make(chan struct{})
+	defer close(watched)
+	go s.watchDisk(dir, full, watched)
 	var stopped bool
 	select {
 	case err = <-done:
+	case <-full:
+		o.DiskFull = true
+		kill(cmd.Process.Pid)
+		err = <-done
+	case <-flood.c:
+		o.Flooded = true
+		kill(cmd.Process.Pid)
+		err = <-done
 	case <-timer.C:
 		o.TimedOut = true
 		kill(cmd.Process.Pid)
@@ -312,6 +346,73 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 		return o, fmt.Errorf("sandbox: the child could not confine itself: %s", firstLine(o.Stderr.String()))
 	}
 	return o, nil
+}
+
+// shownDirs are what a command sees of the server's folders besides its
+// workspace (read-only); the kernel's own are never a workspace either.
+var shownDirs = append([]string{"/proc", "/dev", "/sys"}, systemDirs...)
+
+// checkWorkspace refuses a workspace inside a folder every command reads
+// (WEFT_DATA_DIR under /usr: each command would read every other
+// workspace and upload) or holding one (a workspace of / would be the
+// whole system, writable).
+func checkWorkspace(dir string) error {
+	for _, d := range shownDirs {
+		if under(dir, d) || under(d, dir) {
+			return fmt.Errorf("sandbox: the workspace %s is inside or holds %s, which every command reads: move WEFT_DATA_DIR out of the system folders", dir, d)
+		}
+	}
+	return nil
+}
+
+// ErrDiskFull is returned when a command does not start for want of
+// space on its workspace's file system.
+var ErrDiskFull = errors.New("the workspace's disk is nearly full")
+
+// diskEvery is how often a running command's file system is checked: at
+// ~1.5 GB/s into the page cache, a command overshoots the reserve by
+// ~150 MB at most.
+const diskEvery = 100 * time.Millisecond
+
+// diskLow says how the file system of dir is below its reserve, or "".
+func (s *Sandbox) diskLow(dir string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return ""
+	}
+	bs := uint64(st.Bsize)
+	free, total := st.Bavail*bs, st.Blocks*bs
+	reserve := uint64(max(s.cfg.DiskReserve, 0))
+	if s.cfg.DiskReserve == 0 {
+		reserve = max(2<<30, total/20)
+	}
+	if free < reserve {
+		return fmt.Sprintf("%d MB free, under the %d MB kept free", free>>20, reserve>>20)
+	}
+	if st.Files > 0 && s.cfg.DiskReserve == 0 {
+		if inodes := max(50000, st.Files/20); st.Ffree < inodes {
+			return fmt.Sprintf("%d files more can be made, under the %d kept", st.Ffree, inodes)
+		}
+	}
+	return ""
+}
+
+// watchDisk closes full when dir's file system goes below its reserve,
+// until done is closed.
+func (s *Sandbox) watchDisk(dir string, full, done chan struct{}) {
+	t := time.NewTicker(diskEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if s.diskLow(dir) != "" {
+				close(full)
+				return
+			}
+		}
+	}
 }
 
 // kill ends a command: its process group, and its PID namespace's init
@@ -403,15 +504,27 @@ func (c *Capped) Total() int64 {
 	return c.total
 }
 
-// String is what was kept, with a marker where bytes were dropped.
+// String is what was kept, with a marker where bytes were dropped, as
+// text (see asText).
 func (c *Capped) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	dropped := c.total - int64(len(c.head)+len(c.tail))
 	if dropped <= 0 {
-		return string(c.head) + string(c.tail)
+		return asText(string(c.head) + string(c.tail))
 	}
-	return fmt.Sprintf("%s\n[… %d bytes left out …]\n%s", c.head, dropped, c.tail)
+	return fmt.Sprintf("%s\n[… %d bytes left out …]\n%s", asText(string(c.head)), dropped, asText(string(c.tail)))
+}
+
+// asText is output as the step records and the model can take it: valid
+// UTF-8 and no NUL byte (which PostgreSQL's jsonb refuses: one printf
+// '\0' would fail the whole run), each replaced by U+FFFD.
+func asText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return s
 }
 
 // last is the last n bytes kept.
@@ -422,18 +535,46 @@ func (c *Capped) last(n int) string {
 	if len(b) > n {
 		b = b[len(b)-n:]
 	}
-	return string(b)
+	return asText(string(b))
 }
 
 type streamWriter struct {
 	c *Capped
 	p *progressor
+	f *flooded
 }
 
 func (w *streamWriter) Write(p []byte) (int, error) {
 	w.c.write(p)
 	w.p.tick()
+	w.f.add(len(p))
 	return len(p), nil
+}
+
+// floodFactor × Output is the output a command may write, both streams
+// together, before it is killed: all but Output is thrown away, and
+// reading it costs the server (`yes` writes ~4 GB/s, which took 0.6 of a
+// core of the server to read — per command).
+const floodFactor = 1024
+
+func (c Config) floodLimit() int64 { return max(int64(c.Output)*floodFactor, 16<<20) }
+
+// flooded closes c once more than limit bytes were written.
+type flooded struct {
+	limit int64
+	mu    sync.Mutex
+	n     int64
+	c     chan struct{}
+}
+
+func (f *flooded) add(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	was := f.n
+	f.n += int64(n)
+	if was <= f.limit && f.n > f.limit {
+		close(f.c)
+	}
 }
 
 // progressor reports the output so far, at most every progressEvery.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -400,12 +401,15 @@ func TestCommandsPastTheWorkersWaitAndMayNeverRun(t *testing.T) {
 func TestFileSizeAndMemoryAreLimited(t *testing.T) {
 	s := newSandbox(t, Config{FileSize: 1 << 20, Memory: 64 << 20})
 	ws := t.TempDir()
-	o := run(t, s, ws, `head -c 3000000 /dev/zero > big; perl -e '$x = "a" x (200<<20); print "ALLOCATED\n"'; echo done`)
+	o := run(t, s, ws, `head -c 3000000 /dev/zero > big; perl -e '$x = "a" x (200<<20); print "ALLOCATED\n"'; ulimit -s unlimited || echo STACK-BOUNDED; echo done`)
 	if st, err := os.Stat(filepath.Join(ws, "big")); err != nil || st.Size() > 1<<20 {
 		t.Fatalf("a file grew past the limit: %v %v", st.Size(), err)
 	}
 	if strings.Contains(o.Stdout.String(), "ALLOCATED") || !strings.Contains(o.Stderr.String(), "Out of memory") {
 		t.Fatalf("a process used more memory than allowed: %s / %s", o.Stdout.String(), o.Stderr.String())
+	}
+	if !strings.Contains(o.Stdout.String(), "STACK-BOUNDED") {
+		t.Fatalf("a process could grow its stack without bound: %s", o.Stdout.String())
 	}
 }
 
@@ -456,4 +460,175 @@ func countProcs(cmdline string) int {
 		}
 	}
 	return n
+}
+
+// A descriptor the server inherited without close-on-exec (from its
+// supervisor or shell: os/exec passes such ones on) reaches a file
+// outside the workspace; the command must not get it.
+func TestADescriptorTheServerInheritedDoesNotReachTheCommand(t *testing.T) {
+	wd, _ := os.Getwd()
+	outside, err := os.MkdirTemp(wd, "outside-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(outside)
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte("hunter2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(secret, syscall.O_RDWR, 0) // no O_CLOEXEC, as from a parent
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	s := newSandbox(t, Config{})
+	o := run(t, s, t.TempDir(), fmt.Sprintf(`cat <&%[1]d; cat /proc/self/fd/%[1]d; echo pwned >&%[1]d; ls /proc/1/fd`, fd))
+	if strings.Contains(o.Stdout.String(), "hunter2") {
+		t.Fatalf("the command read a file outside through descriptor %d: %s", fd, o.Stdout.String())
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "hunter2" {
+		t.Fatalf("the command wrote a file outside through descriptor %d: %q", fd, b)
+	}
+	if fds := strings.Fields(o.Stdout.String()); len(fds) != 3 || fds[0] != "0" || fds[1] != "1" || fds[2] != "2" {
+		t.Fatalf("the shell holds descriptors past stdin, stdout and stderr: %v (%s)", fds, o.Stderr.String())
+	}
+}
+
+// Memory is bounded per process only, and memfds escape RLIMIT_DATA: a
+// command that exhausts the machine's memory must be what the OOM killer
+// takes, not PostgreSQL or the server. Here a process under a 32 MiB
+// limit holds 96 MiB in memfds (perl's syscall: memfd_create is 319 on
+// amd64, 279 on arm64).
+func TestACommandIsTheOOMKillersFirstChoiceAndCannotChangeThat(t *testing.T) {
+	s := newSandbox(t, Config{Memory: 32 << 20})
+	ws := t.TempDir()
+	nr := map[string]int{"amd64": 319, "arm64": 279}[runtime.GOARCH]
+	o := run(t, s, ws, fmt.Sprintf(`cat /proc/self/oom_score_adj; echo -1000 > /proc/self/oom_score_adj; cat /proc/self/oom_score_adj
+perl -e 'for my $i (1..3) { my $n = "m$i"; my $fd = syscall(%d, $n, 0); die "memfd: $!" if $fd < 0; open(my $f, ">&=", $fd) or die; print $f "a" x (1<<20) for 1..32; $f->flush; push @k, $f } print "HELD\n"'`, nr))
+	if got := strings.Fields(o.Stdout.String()); len(got) < 2 || got[0] != "1000" || got[1] != "1000" {
+		t.Fatalf("the command's OOM score adjustment: %v (%s)", got, o.Stderr.String())
+	}
+	t.Logf("96 MiB held in memfds under a 32 MiB RLIMIT_DATA: %v", strings.Contains(o.Stdout.String(), "HELD"))
+}
+
+// A new user namespace would give the command back every capability
+// inside it — CAP_NET_ADMIN over a network namespace of its own is where
+// most kernel privilege escalations start (nf_tables); AF_VSOCK is not
+// isolated by network namespaces; keyrings are not namespaced at all; a
+// set-user-ID file would run as the server's uid for anyone on the host.
+func TestACommandCannotRegainCapabilitiesNorReachVsockKeyringsOrSetUID(t *testing.T) {
+	s := newSandbox(t, Config{})
+	nr := map[string][3]int{"amd64": {272, 250, 323}, "arm64": {97, 219, 282}}[runtime.GOARCH] // unshare, keyctl, userfaultfd
+	// The capabilities are there until the next exec (the new namespace
+	// maps no uid): look from the same process.
+	ws := t.TempDir()
+	o := run(t, s, ws, fmt.Sprintf(`
+perl -e 'syscall(%d, 0x10000000) == 0 or die "unshare: $!\n"; open S, "/proc/self/status"; print grep /^CapEff/, <S>' || echo USERNS-DENIED
+unshare -Urn true || echo USERNS-MAP-DENIED
+perl -e 'socket(S, 40, 1, 0) or die "vsock: $!\n"; print "VSOCK\n"' || echo VSOCK-DENIED
+perl -e 'socket(S, 17, 3, 0) or die "packet: $!\n"; print "PACKET\n"' || echo PACKET-DENIED
+perl -e 'my $id = syscall(%d, 0, -3, 0); die "keyctl: $!\n" if $id < 0; print "KEYRING $id\n"' || echo KEYRING-DENIED
+perl -e 'use threads; threads->create(sub { print "THREAD\n" })->join'
+cp /bin/sh rootsh && chmod u+s rootsh || echo SETUID-DENIED
+chmod g+s rootsh || echo SETGID-DENIED
+perl -MFcntl -e 'sysopen(F, "rootsh2", O_CREAT|O_WRONLY, 04755) or die "open: $!\n"' || echo SETUID-OPEN-DENIED
+perl -e 'my $p = "\0" x 120; syscall(425, 4, $p) >= 0 or die "io_uring: $!\n"; print "IOURING\n"' || echo IOURING-DENIED
+perl -e 'syscall(%d, 1) >= 0 or die "userfaultfd: $!\n"; print "USERFAULTFD\n"' || echo USERFAULTFD-DENIED
+`, nr[0], nr[1], nr[2]))
+	out := o.Stdout.String()
+	for _, want := range []string{"USERNS-DENIED", "USERNS-MAP-DENIED", "VSOCK-DENIED", "PACKET-DENIED", "KEYRING-DENIED", "THREAD",
+		"SETUID-DENIED", "SETGID-DENIED", "SETUID-OPEN-DENIED", "IOURING-DENIED", "USERFAULTFD-DENIED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %s:\n%s\n%s", want, out, o.Stderr.String())
+		}
+	}
+	if strings.Contains(out, "CapEff:\t000001") {
+		t.Errorf("the command regained capabilities in a user namespace: %s", out)
+	}
+	// Its uid is the server's: a set-user-ID file in the workspace would
+	// be a root shell on the host.
+	for _, f := range []string{"rootsh", "rootsh2"} {
+		if fi, err := os.Stat(filepath.Join(ws, f)); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			t.Errorf("the command left a set-user-ID file %s: %s", f, fi.Mode())
+		}
+	}
+}
+
+// Every command reads the system folders: a workspace inside one (a
+// WEFT_DATA_DIR under /usr) would show each command every other workspace
+// and upload; a workspace of / would make them all writable.
+func TestAWorkspaceInsideOrAboveTheSystemFoldersIsRefused(t *testing.T) {
+	s := newSandbox(t, Config{})
+	for _, dir := range []string{"/usr/share", "/usr", "/"} {
+		o, err := s.Run(context.Background(), dir, "echo RAN", nil)
+		if err == nil || o.Stdout != nil && strings.Contains(o.Stdout.String(), "RAN") {
+			t.Errorf("a command ran in %s: %v", dir, err)
+		}
+	}
+}
+
+// RLIMIT_FSIZE bounds one file only: a command writing file after file
+// is killed once the workspace's file system is down to its reserve (here
+// set 300 MB under what is free now), and no command starts below it.
+func TestACommandFillingTheDiskIsKilledAtTheReserve(t *testing.T) {
+	ws := t.TempDir()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(ws, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	s := newSandbox(t, Config{DiskReserve: free - 300<<20})
+	// fallocate would take the disk in one call, faster than any watch
+	// (FALLOC_FL_KEEP_SIZE past RLIMIT_FSIZE too: 1 GB in 5 ms).
+	o := run(t, s, ws, `touch kept; fallocate -n -l 1G kept || echo KEEP-SIZE-DENIED; fallocate -l 32M plain || echo PLAIN-DENIED
+i=0; while [ $i -lt 40 ]; do head -c 64000000 /dev/zero > f$i || break; i=$((i+1)); done; echo WROTE-ALL`)
+	for _, want := range []string{"KEEP-SIZE-DENIED", "PLAIN-DENIED"} {
+		if !strings.Contains(o.Stdout.String(), want) {
+			t.Errorf("no %s: %s", want, o.Stderr.String())
+		}
+	}
+	var written int64
+	ents, _ := os.ReadDir(ws)
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil {
+			written += fi.Sys().(*syscall.Stat_t).Blocks * 512 // allocated, not the size
+		}
+	}
+	if !o.DiskFull || strings.Contains(o.Stdout.String(), "WROTE-ALL") || written > 1<<30 {
+		t.Fatalf("a command wrote %d MB past the reserve: %+v", written>>20, o)
+	}
+	if _, err := s.Run(context.Background(), ws, "echo RAN", nil); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a command started below the reserve: %v", err)
+	}
+	t.Logf("killed after %d MB, in %s", written>>20, o.Duration)
+}
+
+// Linux counts inotify instances (and namespaces, fanotify groups) per
+// user namespace *and* up to the user that made it — the server's: a
+// command holding 128 instances would leave none to every root process of
+// the host. Its user namespace's own limit stops it first.
+func TestACommandCannotExhaustTheServersUsersInotifyInstances(t *testing.T) {
+	s := newSandbox(t, Config{})
+	if !s.userNS {
+		t.Fatalf("this machine gives commands no user namespace: %s", s.Walls())
+	}
+	nr := map[string]int{"amd64": 294, "arm64": 26}[runtime.GOARCH] // inotify_init1
+	o := run(t, s, t.TempDir(), fmt.Sprintf(`perl -e 'my $n = 0; while ($n < 40) { last if syscall(%d, 0) < 0; $n++ } print "$n\n"'; cat /proc/sys/user/max_user_namespaces`, nr))
+	f := strings.Fields(o.Stdout.String())
+	if len(f) != 2 || f[0] != "16" || f[1] != "0" {
+		t.Fatalf("inotify instances made, user namespaces allowed: %v (%s)", f, o.Stderr.String())
+	}
+}
+
+// All but Output bytes of a command's output are thrown away, but reading
+// them costs the server: a command writing without end (yes: ~4 GB/s,
+// 0.6 of a core of the server to read) is killed past floodFactor ×
+// Output (16 MiB at the least).
+func TestACommandFloodingItsOutputIsKilled(t *testing.T) {
+	s := newSandbox(t, Config{Timeout: 5 * time.Second, Output: 1000})
+	o := run(t, s, t.TempDir(), `yes`)
+	if !o.Flooded || o.TimedOut || o.Stdout.Total() < 16<<20 || o.Stdout.Total() > 64<<20 {
+		t.Fatalf("a flood of output: flooded %v, timed out %v, %d bytes read", o.Flooded, o.TimedOut, o.Stdout.Total())
+	}
+	t.Logf("killed after %d MB, %s", o.Stdout.Total()>>20, o.Duration)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -91,5 +92,55 @@ func TestASnapshotPastItsCapComparesOnlyWhatBothWalksSaw(t *testing.T) {
 	}
 	if !walkLess("a/x", "a.txt") || walkLess("a.txt", "a/x") || !walkLess("a", "a/b") || walkLess("b", "a/z") {
 		t.Fatal("walkLess does not follow WalkDir's order")
+	}
+}
+
+// A command can make millions of folders and files in its minute: the
+// walks before and after every later command must stay bounded — folders
+// count towards the cap, and a folder's listing is not held whole.
+func TestTheWalkOfAWorkspaceFullOfFoldersOrFilesStaysBounded(t *testing.T) {
+	s := newSandbox(t, Config{MaxFiles: 100})
+	ws := t.TempDir()
+	tool := NewProvider(s).Tools()[0]
+	res, err := tool.Run(context.Background(), &agent.Env{Root: ws}, agent.Args{"command": `mkdir d && cd d && seq 3000 | xargs mkdir && cd .. && echo x > z.txt`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Output, "too large to compare whole") {
+		t.Fatalf("3,000 folders were walked past a cap of 100:\n%s", res.Output)
+	}
+	if _, err := tool.Run(context.Background(), &agent.Env{Root: ws}, agent.Args{"command": `rm -r d && mkdir f && cd f && seq 10000 | xargs touch`}); err != nil {
+		t.Fatal(err)
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	snap, err := Take(context.Background(), ws, 100)
+	runtime.ReadMemStats(&m1)
+	if err != nil || snap.Complete() {
+		t.Fatalf("a walk of 10,000 files capped at 100: complete %v, %v", snap.Complete(), err)
+	}
+	if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 512<<10 {
+		t.Fatalf("a walk capped at 100 entries allocated %d bytes for a folder of 10,000", alloc)
+	}
+}
+
+func TestAWalkGoesThroughDeepFoldersAndStopsPastItsDepth(t *testing.T) {
+	ws := t.TempDir()
+	deep := ws
+	for range maxDepth + 10 {
+		deep = filepath.Join(deep, "d")
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, ws, map[string]string{"a.txt": "x"})
+	snap, err := Take(context.Background(), ws, 1000)
+	if err != nil || snap.Complete() || len(snap.files) != 1 {
+		t.Fatalf("a walk of folders %d deep: complete %v, %d files, %v", maxDepth+10, snap.Complete(), len(snap.files), err)
+	}
+	write(t, ws, map[string]string{"b.txt": "x", "d/d/c.txt": "x"})
+	after, _ := Take(context.Background(), ws, 1000)
+	if c, complete := Diff(snap, after); complete || changesString(c) != "created b.txt, created d/d/c.txt" {
+		t.Fatalf("changes %q, complete %v", changesString(c), complete)
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"weft/agent"
 )
@@ -61,6 +64,9 @@ func (p *Provider) run(ctx context.Context, env *agent.Env, args agent.Args) (ag
 		return agent.Result{}, err
 	}
 	o, runErr := p.S.Run(ctx, env.Root, command, env.Progress)
+	if errors.Is(runErr, ErrDiskFull) {
+		return agent.Result{}, &agent.ToolError{Msg: "The command did not run: " + runErr.Error() + ". Delete files from the workspace to make room."}
+	}
 	if runErr != nil && !errors.Is(runErr, ErrStopped) {
 		return agent.Result{}, runErr
 	}
@@ -84,6 +90,10 @@ func (p *Provider) report(o Outcome, changes []agent.Change, complete bool) stri
 	switch {
 	case o.TimedOut:
 		fmt.Fprintf(&b, "The command was killed: it ran longer than %s (wall clock).\n", o.Duration.Round(time.Second))
+	case o.Flooded:
+		fmt.Fprintf(&b, "The command was killed: it wrote more than %d MB of output.\n", p.S.cfg.floodLimit()>>20)
+	case o.DiskFull:
+		b.WriteString("The command was killed: the workspace's disk was nearly full. Delete files to make room.\n")
 	case o.CPULimit:
 		fmt.Fprintf(&b, "The command was killed: it used more than %s of CPU time.\n", p.S.cfg.CPU)
 	case o.Signal != "":
@@ -113,11 +123,21 @@ func (p *Provider) report(o Outcome, changes []agent.Change, complete bool) stri
 				fmt.Fprintf(&b, "  … and %d more\n", len(changes)-maxListed)
 				break
 			}
-			fmt.Fprintf(&b, "  %s %s\n", c.Op, c.Path)
+			fmt.Fprintf(&b, "  %s %s\n", c.Op, shownPath(c.Path))
 		}
 	}
 	if !complete {
-		fmt.Fprintf(&b, "The workspace has more than %d files: changes past the first %d are not listed.\n", p.S.cfg.MaxFiles, p.S.cfg.MaxFiles)
+		fmt.Fprintf(&b, "The workspace is too large to compare whole (over %d files and folders, or folders nested over %d deep): changes past that point are not listed.\n", p.S.cfg.MaxFiles, maxDepth)
 	}
-	return b.String()
+	return asText(b.String())
+}
+
+// shownPath is a changed file's name as the model reads it: quoted when it
+// holds a control character (a newline would forge a line of the report)
+// or is not UTF-8.
+func shownPath(p string) string {
+	if !utf8.ValidString(p) || strings.ContainsFunc(p, unicode.IsControl) {
+		return strconv.Quote(p)
+	}
+	return p
 }
