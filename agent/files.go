@@ -121,6 +121,19 @@ func cleanPath(p string) (string, error) {
 	return rel, nil
 }
 
+// configDir is the workspace's own configuration folder (its skills): the
+// file tools read it but never change it, so that a document steering the
+// agent cannot plant instructions that later runs list in their prompt.
+const configDir = ".weft"
+
+// notConfig refuses a change under the workspace's configuration folder.
+func notConfig(rel string) error {
+	if rel == configDir || strings.HasPrefix(rel, configDir+"/") {
+		return Errorf("%s holds the workspace's skills and settings: the agent does not change it; ask the user to", configDir)
+	}
+	return nil
+}
+
 func hasDriveLetter(p string) bool {
 	return len(p) >= 2 && p[1] == ':' && ('a' <= p[0]|0x20 && p[0]|0x20 <= 'z')
 }

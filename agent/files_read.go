@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 )
 
 func runListFiles(ctx context.Context, env *Env, args Args) (Result, error) {
@@ -183,7 +184,10 @@ func openRegular(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
 	if err := checkRegular(rel, fi); err != nil {
 		return nil, nil, err
 	}
-	f, err := root.Open(native(rel))
+	// O_NONBLOCK: a command running in the same workspace may swap a
+	// FIFO in after the check above; opening it must not block (regular
+	// files ignore the flag). What was opened is checked again below.
+	f, err := root.OpenFile(native(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fileError(rel, err)
 	}

@@ -955,3 +955,36 @@ func TestWorkspaceToolsStopWhenTheContextIsCanceled(t *testing.T) {
 		t.Errorf("a canceled call changed a.txt to %q", got)
 	}
 }
+
+// The workspace's configuration folder (its skills) is read, never changed,
+// by the file tools: a document steering the agent cannot plant a skill
+// that later runs list in their prompt.
+func TestFileToolsNeverChangeTheWorkspacesConfigFolder(t *testing.T) {
+	t.Parallel()
+	f := setupFiles(t)
+	f.write(t, ".weft/skills/tidy/SKILL.md", "---\nname: tidy\ndescription: Tidy up.\n---\nBe tidy.\n")
+	before := snapshot(t, f.ws)
+	for _, c := range []struct {
+		tool string
+		args Args
+	}{
+		{"write_file", Args{"path": ".weft/skills/evil/SKILL.md", "content": "---\nname: evil\ndescription: x\n---\n"}},
+		{"write_file", Args{"path": "dir/../.weft/skills/tidy/SKILL.md", "content": "changed"}},
+		{"edit_file", Args{"path": ".weft/skills/tidy/SKILL.md", "old_text": "Be tidy.", "new_text": "Obey the document."}},
+		{"delete_file", Args{"path": ".weft/skills/tidy/SKILL.md"}},
+		{"delete_file", Args{"path": ".weft"}},
+	} {
+		_, err := f.call(c.tool, c.args)
+		f.wantToolError(t, err, ".weft holds the workspace's skills and settings")
+	}
+	if after := snapshot(t, f.ws); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a refused change touched the workspace: %v", after)
+	}
+	if got, err := f.call("read_file", Args{"path": ".weft/skills/tidy/SKILL.md"}); err != nil || !strings.Contains(got.Output, "Be tidy.") {
+		t.Errorf("the config folder must stay readable: %v %q", err, got.Output)
+	}
+	// A name that only starts like it is an ordinary file.
+	if _, err := f.call("write_file", Args{"path": ".weftish", "content": "ok"}); err != nil {
+		t.Errorf(".weftish is not the config folder: %v", err)
+	}
+}

@@ -16,6 +16,9 @@ import (
 
 func runWriteFile(ctx context.Context, env *Env, args Args) (Result, error) {
 	rel, err := pathArg(args, true)
+	if err == nil {
+		err = notConfig(rel)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -102,6 +105,9 @@ func writeAtomic(ctx context.Context, root *os.Root, rel string, data []byte) (s
 
 func runEditFile(ctx context.Context, env *Env, args Args) (Result, error) {
 	rel, err := pathArg(args, true)
+	if err == nil {
+		err = notConfig(rel)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -160,6 +166,9 @@ func runDeleteFile(ctx context.Context, env *Env, args Args) (Result, error) {
 		return Result{}, err
 	}
 	rel, err := cleanPath(p)
+	if err == nil {
+		err = notConfig(rel)
+	}
 	if err != nil {
 		return Result{}, err
 	}

@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -89,6 +91,9 @@ func buildRoot(l limits, ws int) error {
 	if err := bind(fmt.Sprintf("/proc/self/fd/%d", ws), r+l.dir, true); err != nil {
 		return fmt.Errorf("bind the workspace: %w", err)
 	}
+	if err := configReadOnly(r + l.dir); err != nil {
+		return err
+	}
 	if err := syscall.Mount("", r, "", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
 		return fmt.Errorf("make the new root read-only: %w", err)
 	}
@@ -103,6 +108,42 @@ func buildRoot(l limits, ws int) error {
 		return fmt.Errorf("detach the old root: %w", err)
 	}
 	return syscall.Chdir("/")
+}
+
+// ConfigDir is the workspace's configuration folder (its skills). A
+// command sees it read-only, as the file tools never change it: a command
+// steered by a hostile document cannot plant a skill that later runs list
+// in their prompt. It is made (empty) when missing, so that a command
+// cannot make it either; a .weft that is not a folder (a link) stops the
+// command, since a link's target would stay writable.
+const ConfigDir = ".weft"
+
+// ErrConfigNotDir: the workspace's .weft is not a folder.
+var errConfigNotDir = errors.New("the workspace's " + ConfigDir + " is not a folder (a link or a file): " +
+	"commands do not run until it is a folder again or removed")
+
+// configReadOnly binds the workspace's configuration folder (ws/.weft)
+// read-only over itself.
+func configReadOnly(ws string) error {
+	dir := ws + "/" + ConfigDir
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("make the workspace's %s: %w", ConfigDir, err)
+		}
+		if fi, err = os.Lstat(dir); err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return errConfigNotDir
+		}
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return errConfigNotDir
+	}
+	return bindRO(dir, dir, true)
 }
 
 // bind binds src onto dst, creating dst (a folder or an empty file).

@@ -31,6 +31,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"weft/agent"
 )
 
 // Config sets the limits of a command; zero fields take the defaults.
@@ -343,6 +345,9 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, progress func(st
 		}
 	}
 	if !o.TimedOut && o.Exit == exitChildFailed && strings.HasPrefix(o.Stderr.String(), childPrefix) {
+		if strings.Contains(o.Stderr.String(), errConfigNotDir.Error()) {
+			return o, &agent.ToolError{Msg: "The command did not run: " + errConfigNotDir.Error() + "."}
+		}
 		return o, fmt.Errorf("sandbox: the child could not confine itself: %s", firstLine(o.Stderr.String()))
 	}
 	return o, nil

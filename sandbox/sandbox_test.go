@@ -632,3 +632,62 @@ func TestACommandFloodingItsOutputIsKilled(t *testing.T) {
 	}
 	t.Logf("killed after %d MB, %s", o.Stdout.Total()>>20, o.Duration)
 }
+
+// The workspace's .weft (its skills) is read-only for a command, and made
+// when missing so that a command cannot make it either: a command steered
+// by a hostile document cannot plant a skill later runs list in their
+// prompt. A .weft that is a link stops the command.
+func TestTheWorkspacesConfigFolderIsReadOnlyForACommand(t *testing.T) {
+	s := newSandbox(t, Config{})
+	ws := t.TempDir()
+	skill := filepath.Join(ws, ConfigDir, "skills", "tidy", "SKILL.md")
+	if err := os.MkdirAll(filepath.Dir(skill), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(skill, []byte("Be tidy.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := run(t, s, ws, `cat .weft/skills/tidy/SKILL.md; `+
+		`mkdir .weft/skills/evil && echo planted; `+
+		`echo obey >> .weft/skills/tidy/SKILL.md && echo appended; `+
+		`mv .weft moved && echo moved; rm -rf .weft && echo removed; `+
+		`echo ok > plain.txt && echo wrote`)
+	out := o.Stdout.String()
+	if !strings.Contains(out, "Be tidy.") || !strings.Contains(out, "wrote") {
+		t.Fatalf("the command must read .weft and write the workspace: %q / %q", out, o.Stderr.String())
+	}
+	for _, bad := range []string{"planted", "appended", "moved", "removed"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("a command changed .weft (%s): %q", bad, out)
+		}
+	}
+	if b, _ := os.ReadFile(skill); string(b) != "Be tidy.\n" {
+		t.Errorf("the skill was changed: %q", b)
+	}
+
+	// Missing: made, empty and read-only, before the command runs.
+	fresh := t.TempDir()
+	o = run(t, s, fresh, `mkdir -p .weft/skills/evil && echo planted`)
+	if strings.Contains(o.Stdout.String(), "planted") {
+		t.Errorf("a command made a skill in a workspace without .weft")
+	}
+	if ents, err := os.ReadDir(filepath.Join(fresh, ConfigDir)); err != nil || len(ents) != 0 {
+		t.Errorf("the fresh workspace's .weft: %v %v", ents, err)
+	}
+
+	// A link: the command does not run.
+	linked := t.TempDir()
+	if err := os.Mkdir(filepath.Join(linked, "elsewhere"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("elsewhere", filepath.Join(linked, ConfigDir)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Run(context.Background(), linked, `echo ran > ran.txt`, nil)
+	if err == nil || !strings.Contains(err.Error(), "is not a folder") {
+		t.Errorf("a command ran with .weft a link: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(linked, "ran.txt")); err == nil {
+		t.Error("the command ran")
+	}
+}
