@@ -297,3 +297,46 @@ func TestTheExecutionContextIsSentOnceAndNeverStoredAcrossResumeAndCompaction(t 
 	stored("messages", "SELECT count(*) FROM messages WHERE thread_id = $1 AND "+like("content"), thread)
 	stored("checkpoints", "SELECT count(*) FROM runs WHERE thread_id = $1 AND "+like("checkpoint::text"), thread)
 }
+
+// The execution context is assembled for each model request, not once per
+// run: a skill added and a rule changed while a run waits for an approval
+// show in its very next request, in the same run on the same instance.
+func TestTheExecutionContextIsAssembledForEveryModelRequestOfARun(t *testing.T) {
+	t.Parallel()
+	e := newAgentEnv(t, testenv.Options{})
+	wsk := filepath.Join(e.root, agent.WorkspaceSkillsDir)
+	putSkill(t, wsk, "first", "---\ndescription: The first skill.\n---\nFIRST\n")
+	thread := e.start(`Write it [[tool:write_file {"path":"a.txt","content":"x"}]]`)
+	ap := e.pending(thread, db.StepApproval)
+	putSkill(t, wsk, "second", "---\ndescription: Added while the run waited.\n---\nSECOND\n")
+	e.allow("search_files", agent.ModeDeny)
+	if r := e.c.Post(fmt.Sprintf("/steps/%d/decide", ap.ID), url.Values{"decision": {"once"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("decide: %d", r.StatusCode)
+	}
+	run, _ := e.finished(thread)
+	if run.Status != db.RunCompleted {
+		t.Fatalf("run %s: %s", run.Status, e.describe(run.ID))
+	}
+	reqs := agentRequests(e.app.Fake, 0)
+	if len(reqs) != 2 {
+		t.Fatalf("%d agent requests, want 2", len(reqs))
+	}
+	first, second := systemOf(t, 0, reqs[0]), systemOf(t, 1, reqs[1])
+	if strings.Contains(first, "- second:") || !strings.Contains(second, "- second: Added while the run waited.") {
+		t.Errorf("the skill added during the run is not in its next request:\nfirst:\n%s\nsecond:\n%s", first, second)
+	}
+	offered := func(req *api.ChatRequest, name string) bool {
+		for _, tl := range req.Tools {
+			if tl.Function.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	if !offered(reqs[0], "search_files") || offered(reqs[1], "search_files") {
+		t.Errorf("search_files, denied during the run, must be offered in the first request only")
+	}
+	if !strings.Contains(second, "search_files (Denied by this workspace's rule.)") {
+		t.Errorf("the second request's context does not say search_files is denied:\n%s", second)
+	}
+}
