@@ -21,11 +21,12 @@ import (
 // Limits of skills. They keep one skill from filling the model's context,
 // and a folder of many from filling the prompt.
 const (
-	maxSkillBytes     = 64 << 10 // a SKILL.md, and one file beside it
-	maxSkills         = 100      // skills listed (workspace and instance together)
-	maxSkillScan      = 1000     // folder entries looked at in one skills folder
-	maxSkillDescBytes = 500      // a description in the prompt and on /tools
-	maxSkillFiles     = 100      // files beside SKILL.md named by use_skill
+	maxSkillBytes     = 256 << 10 // a SKILL.md, and one file beside it (public skills reach 74 KB)
+	maxSkills         = 100       // skills listed (workspace and instance together)
+	maxSkillScan      = 1000      // folder entries looked at in one skills folder
+	maxSkillDescBytes = 1024      // a description in the prompt and on /tools (the Agent Skills format's own limit)
+	maxSkillListBytes = 16 << 10  // the descriptions in one prompt; past it, skills are listed by name
+	maxSkillFiles     = 100       // files beside SKILL.md named by use_skill
 	maxSkillNameBytes = 64
 )
 
@@ -136,10 +137,20 @@ func (s *Skills) Prompt(ctx context.Context, env *Env) string {
 		return ""
 	}
 	var b strings.Builder
+	var more []string
 	for _, sk := range s.list(rules, env.Root) {
-		if sk.Usable() {
+		switch {
+		case !sk.Usable():
+		case b.Len()+len(sk.Name)+len(sk.Description) > maxSkillListBytes:
+			more = append(more, sk.Name)
+		default:
 			fmt.Fprintf(&b, "- %s: %s\n", sk.Name, sk.Description)
 		}
+	}
+	if len(more) > 0 {
+		// Descriptions are the model's context too: past a budget, the
+		// rest are named only (use_skill still loads them).
+		b.WriteString("- More skills (names only): " + strings.Join(more, ", ") + "\n")
 	}
 	if b.Len() == 0 {
 		return ""

@@ -247,3 +247,26 @@ func TestAtMostAHundredSkillsAreListed(t *testing.T) {
 		t.Fatalf("listed %d skills, %s…%s", len(list), list[0].Name, list[len(list)-1].Name)
 	}
 }
+
+// Descriptions past the prompt's budget for them are left out, their
+// skills named only: a hundred long descriptions would fill a small local
+// model's window before the user's question.
+func TestSkillsPastTheDescriptionBudgetAreNamedOnly(t *testing.T) {
+	t.Parallel()
+	inst := t.TempDir()
+	long := strings.Repeat("word ", maxSkillDescBytes/5)
+	for i := range 40 {
+		writeSkill(t, inst, fmt.Sprintf("s%02d", i), "---\ndescription: "+long+"\n---\nbody\n")
+	}
+	p := NewSkills(inst, nil).Prompt(context.Background(), &Env{Root: t.TempDir(), User: 1, Workspace: 1})
+	described := strings.Count(p, ": word word")
+	if described == 0 || described >= 40 {
+		t.Fatalf("%d of 40 skills described", described)
+	}
+	if len(p) > maxSkillListBytes+2048 {
+		t.Errorf("the skills list is %d bytes, over its budget of %d", len(p), maxSkillListBytes)
+	}
+	if !strings.Contains(p, "- More skills (names only): s"+fmt.Sprintf("%02d", described)+", ") || !strings.Contains(p, "s39\n") {
+		t.Errorf("the skills past the budget are not named:\n%s", p[len(p)-300:])
+	}
+}
