@@ -16,6 +16,10 @@ import (
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
+// reservedPIDs is the kernel's RESERVED_PIDS: once a namespace's PID
+// cursor has passed it, new PIDs come from reservedPIDs to pid_max.
+const reservedPIDs = 300
+
 // childArg is argv[1] of a sandbox child.
 const childArg = "__weft-shell"
 
@@ -196,7 +200,13 @@ func confine(l limits) (string, error) {
 		return "", fmt.Errorf("enter the workspace: %w", err)
 	}
 
-	pidMax := max(301, l.procs+1)
+	// After the PID cursor passes the kernel's RESERVED_PIDS (300), a
+	// namespace allocates from 300 to pid_max only: pid_max must leave
+	// room for the processes a command runs at once there. The bound on
+	// processes alive at once is then 300 + procs (those started before
+	// the wrap with low PIDs, and procs more); a pid_max near 300 left
+	// one PID after the wrap, and builds failed with EAGAIN.
+	pidMax := reservedPIDs + l.procs + 1
 	pidOK := procOK && os.WriteFile("/proc/sys/kernel/pid_max", []byte(strconv.Itoa(pidMax)), 0) == nil
 	switch {
 	case pidOK && !root:

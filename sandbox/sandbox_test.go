@@ -255,7 +255,7 @@ echo inside > inside.txt
 // RLIMIT_NPROC (16 here) otherwise.
 func bound(procs int) int {
 	if os.Geteuid() == 0 {
-		return max(301, procs+1)
+		return reservedPIDs + procs + 1
 	}
 	return procs
 }
@@ -689,5 +689,19 @@ func TestTheWorkspacesConfigFolderIsReadOnlyForACommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(linked, "ran.txt")); err == nil {
 		t.Error("the command ran")
+	}
+}
+
+// A command that has started more processes in all than the kernel's 300
+// reserved PIDs can still run several at once: after the PID cursor wraps,
+// a namespace allocates PIDs from 300 to pid_max only, so a pid_max near
+// 300 left room for one process at a time, and builds (go build runs
+// hundreds of compiles) failed with EAGAIN.
+func TestACommandCanStillForkAfterStartingHundredsOfProcesses(t *testing.T) {
+	s := newSandbox(t, Config{Processes: 32})
+	o := run(t, s, t.TempDir(), `i=0; while [ $i -lt 350 ]; do /bin/true; i=$((i+1)); done; `+
+		`for j in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 0.3 & done; wait; echo all-forked`)
+	if !strings.Contains(o.Stdout.String(), "all-forked") || strings.Contains(o.Stderr.String(), "fork") {
+		t.Fatalf("after 350 processes, 12 at once could not start: exit %d, %q / %q", o.Exit, o.Stdout.String(), o.Stderr.String())
 	}
 }
