@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,6 +206,30 @@ func (a *Agent) tool(name string) (Tool, bool) {
 		}
 	}
 	return Tool{}, false
+}
+
+// canonical is the name of the tool a call means: its own when a tool
+// has it, else the one provided tool named SERVER__name (an MCP tool
+// called by the server's own tool name, as other MCP clients name them
+// and small models often write them); a name that matches none, or
+// several, stays as it is (and is refused as unknown).
+func (a *Agent) canonical(name string) string {
+	if _, ok := a.tool(name); ok || name == "" {
+		return name
+	}
+	found := ""
+	for _, t := range a.Tools() {
+		if strings.HasSuffix(t.Name, "__"+name) {
+			if found != "" {
+				return name
+			}
+			found = t.Name
+		}
+	}
+	if found == "" {
+		return name
+	}
+	return found
 }
 
 // prompts is what the providers add to the execution context.

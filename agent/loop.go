@@ -215,7 +215,7 @@ func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools)
 	}
 	x.cp.Messages = append(x.cp.Messages, api.Message{Role: db.RoleAssistant, Content: content, ToolCalls: calls})
 	for i, c := range calls {
-		p := pendingCall{ID: c.ID, Name: c.Function.Name, Args: data.Calls[i].Args}
+		p := pendingCall{ID: c.ID, Name: x.a.canonical(c.Function.Name), Args: data.Calls[i].Args}
 		sig := p.Name + " " + string(p.Args)
 		x.cp.Seen[sig]++
 		if x.cp.Seen[sig] >= maxRepeats+1 {

@@ -50,3 +50,23 @@ func TestProvidedToolsAreGovernedLikeBuiltins(t *testing.T) {
 		t.Fatal("only write and exec calls have effects")
 	}
 }
+
+// An MCP tool called by the server's own tool name (as other clients name
+// them, and as small models write them) is the one SERVER__name tool;
+// an ambiguous or unknown name stays as it is and is refused.
+func TestACallByTheServersToolNameMeansThatOneTool(t *testing.T) {
+	a := New(nil, nil, nil, Config{})
+	a.AddProvider(fixedProvider{
+		{Name: "docs__lookup", Class: ClassRead},
+		{Name: "docs__echo", Class: ClassRead},
+		{Name: "wiki__echo", Class: ClassRead},
+	})
+	for in, want := range map[string]string{
+		"lookup": "docs__lookup", "docs__lookup": "docs__lookup", "read_file": "read_file",
+		"echo": "echo", "nothing": "nothing", "": "",
+	} {
+		if got := a.canonical(in); got != want {
+			t.Errorf("canonical(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
