@@ -157,9 +157,11 @@ func (t target) takes(event string) bool { return t.event == "*" || t.event == e
 // label is how the trace names the hook.
 func (t target) label() string {
 	if t.url != "" {
-		if u, err := url.Parse(t.url); err == nil {
-			u.User, u.RawQuery, u.Fragment = nil, "", "" // a token in the query stays out of the trace
-			return "POST " + u.String()
+		// Only the scheme and host: webhook URLs often carry their
+		// credential in the path (Slack's, Discord's) or the query, and
+		// users read the trace and /tools/hooks.
+		if u, err := url.Parse(t.url); err == nil && u.Host != "" {
+			return "POST " + u.Scheme + "://" + u.Host
 		}
 		return "POST"
 	}

@@ -96,3 +96,16 @@ func TestACommandHookIsKilledWithItsChildrenAtItsTimeoutAndAFailureSaysWhy(t *te
 		t.Fatalf("the command's stdin and environment: %q %v", out, err)
 	}
 }
+
+func TestAHooksLabelNamesOnlyItsHostNeverTheTokenInItsPathOrQuery(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://hooks.slack.com/services/T000/B000/XXXXSECRET":      "POST https://hooks.slack.com",
+		"https://discord.com/api/webhooks/123/SECRET?wait=true#frag": "POST https://discord.com",
+		"http://user:pass@10.0.0.5:8080/hook?token=SECRET":           "POST http://10.0.0.5:8080",
+	} {
+		tg := adminTarget(Hook{Event: "*", URL: raw}, time.Second)
+		if got := tg.label(); got != want {
+			t.Errorf("label of %s = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -73,7 +73,7 @@ func (h *hookPages) create(w http.ResponseWriter, r *http.Request) {
 	p := views.HooksPage{Workspace: ws, FormEvent: event, FormURL: rawURL}
 	timeout := 10.0
 	if v := r.PostForm.Get("timeout"); v != "" {
-		if timeout, err = strconv.ParseFloat(v, 64); err != nil || timeout < 0.1 || timeout > 60 {
+		if timeout, err = strconv.ParseFloat(v, 64); err != nil || !(timeout >= 0.1 && timeout <= 60) { // NaN too
 			p.Error = "The timeout must be a number of seconds from 0.1 to 60."
 		}
 	}

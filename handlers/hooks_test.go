@@ -397,6 +397,12 @@ func TestAWorkspaceHookIsItsOwnersAndReachesNoPrivateAddress(t *testing.T) {
 	if r.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("an unknown event: %d", r.StatusCode)
 	}
+	for _, bad := range []string{"NaN", "Inf", "0", "61"} {
+		r = e.c.Post("/tools/hooks", url.Values{"workspace_id": {fmt.Sprint(e.ws.ID)}, "event": {"*"}, "url": {"https://example.com/h"}, "timeout": {bad}})
+		if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "The timeout must be") {
+			t.Errorf("a timeout of %s: %d", bad, r.StatusCode)
+		}
+	}
 	e.addHook(agent.EventTurnEnd, "https://example.com/mine")
 	hooks, err := e.app.Store.WorkspaceHooks(context.Background(), e.user.ID, e.ws.ID)
 	if err != nil || len(hooks) != 1 {
