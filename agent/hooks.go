@@ -125,7 +125,7 @@ func ParseHooks(data []byte) ([]Hook, error) {
 			return nil, fmt.Errorf("hook %d: unknown event %q (one of %s, or \"*\")", i+1, h.Event, strings.Join(HookEvents, ", "))
 		case (h.URL == "") == (len(h.Command) == 0):
 			return nil, fmt.Errorf("hook %d: give either \"url\" or \"command\"", i+1)
-		case h.Timeout < 0 || h.Timeout > 300:
+		case h.Timeout < 0 || h.Timeout > maxHookTimeout.Seconds():
 			return nil, fmt.Errorf("hook %d: timeout must be from 0 to 300 seconds", i+1)
 		case len(h.Command) > 0 && h.Command[0] == "":
 			return nil, fmt.Errorf("hook %d: the command is empty", i+1)
@@ -183,6 +183,9 @@ func adminTarget(h Hook, def time.Duration) target {
 	}
 	return t
 }
+
+// maxHookTimeout is the longest timeout a hook may set.
+const maxHookTimeout = 300 * time.Second
 
 // maxAnswer caps what is read of a hook's answer.
 const maxAnswer = 64 << 10

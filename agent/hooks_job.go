@@ -28,6 +28,14 @@ type hookWorker struct {
 	h *hooks
 }
 
+// Timeout bounds one attempt: longer than the longest a hook may take
+// (the queue's default, 5 minutes, would cut a 300 s hook short, and the
+// attempt would end without recording its outcome), shorter than the
+// queue's rescue of stuck jobs (JobTimeout + 1 min).
+func (w *hookWorker) Timeout(*river.Job[HookDeliveryArgs]) time.Duration {
+	return maxHookTimeout + 30*time.Second
+}
+
 // NextRetry doubles the wait from RetryBackoff, up to 5 minutes.
 func (w *hookWorker) NextRetry(job *river.Job[HookDeliveryArgs]) time.Time {
 	wait := w.h.cfg.RetryBackoff

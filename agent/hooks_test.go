@@ -109,3 +109,15 @@ func TestAHooksLabelNamesOnlyItsHostNeverTheTokenInItsPathOrQuery(t *testing.T) 
 		}
 	}
 }
+
+func TestADeliveryAttemptOutlastsTheLongestHookTimeoutButNotTheQueuesRescue(t *testing.T) {
+	if _, err := ParseHooks([]byte(`{"hooks": [{"event": "*", "url": "https://x.example/", "timeout": 300}]}`)); err != nil {
+		t.Fatalf("a hook of the longest timeout: %v", err)
+	}
+	got := (&hookWorker{}).Timeout(nil)
+	// The queue's defaults (internal/jobs): attempts end at 5 min, stuck
+	// jobs are rescued at 6.
+	if got <= 300*time.Second || got >= 6*time.Minute {
+		t.Fatalf("an attempt is bounded by %s; a 300 s hook needs more, and the rescue comes at 6 min", got)
+	}
+}

@@ -155,8 +155,12 @@ func (d *DB) RunEnded(ctx context.Context, run int64) (bool, error) {
 }
 
 // PruneHookDeliveries deletes the deliveries made or given up before
-// before, and returns how many.
+// before, and those neither made nor given up but created a week before
+// that (their job ended without recording an outcome: its last attempt
+// was interrupted by a shutdown or timed out, or discarded by the queue's
+// rescuer), and returns how many.
 func (d *DB) PruneHookDeliveries(ctx context.Context, before time.Time) (int64, error) {
-	tag, err := d.q().Exec(ctx, `DELETE FROM hook_deliveries WHERE delivered_at < $1 OR given_up_at < $1`, before)
+	tag, err := d.q().Exec(ctx, `DELETE FROM hook_deliveries WHERE delivered_at < $1 OR given_up_at < $1
+		OR created_at < $1 - interval '7 days'`, before)
 	return tag.RowsAffected(), err
 }

@@ -60,6 +60,27 @@ func TestWorkspaceHooksAreTheirOwnersAndTheOutboxKeepsOneDeliveryPerEventAndHook
 	if n, err := store.PruneHookDeliveries(ctx, time.Now().Add(time.Hour)); err != nil || n != 1 {
 		t.Fatalf("pruned %d %v, want the delivered one", n, err)
 	}
+
+	// A delivery whose job ended without an outcome (its last attempt
+	// interrupted) is neither made nor given up: it still goes, once old.
+	stuck := d
+	stuck.EventID = "evt_stuck"
+	jobs = nil
+	if err := store.AddHookDeliveries(ctx, []db.HookDelivery{stuck}, enqueue); err != nil || len(jobs) != 1 {
+		t.Fatalf("a second delivery: %v %v", jobs, err)
+	}
+	if _, err := store.HookAttempted(ctx, jobs[0], false, false, "no answer within 10s", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := store.PruneHookDeliveries(ctx, time.Now().Add(time.Hour)); err != nil || n != 0 {
+		t.Fatalf("pruned a recent delivery still being retried: %d %v", n, err)
+	}
+	if _, err := store.Pool.Exec(ctx, "UPDATE hook_deliveries SET created_at = now() - interval '15 days' WHERE id = $1", jobs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := store.PruneHookDeliveries(ctx, time.Now().Add(-7*24*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("pruned %d %v, want the delivery left without an outcome", n, err)
+	}
 	if _, err := store.DeleteWorkspaceHook(ctx, owner.ID, h.ID); err != nil {
 		t.Fatal(err)
 	}
