@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -310,14 +311,12 @@ func (s *sender) post(ctx context.Context, t target, event, id string, body []by
 
 // run runs a command hook with the payload on its stdin and returns its
 // stdout; a non-zero exit is a failure. Its environment is PATH, HOME and
-// LANG of the server's, with WEFT_HOOK_EVENT and WEFT_HOOK_ID; when the
-// time is up its whole process group is killed.
+// LANG of the server's, with WEFT_HOOK_EVENT and WEFT_HOOK_ID. It runs in
+// a process group of its own, killed when the time is up and as soon as
+// the command exits: a child it left behind (`notify … &`) neither
+// outlives it nor holds its answer open.
 func (s *sender) run(ctx context.Context, t target, event, id string, body []byte) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, t.command[0], t.command[1:]...)
-	cmd.Stdin = bytes.NewReader(body)
-	var out, errOut capped
-	out.max, errOut.max = maxAnswer, 2<<10
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd := exec.Command(t.command[0], t.command[1:]...)
 	env := []string{"WEFT_HOOK_EVENT=" + event, "WEFT_HOOK_ID=" + id}
 	for _, k := range []string{"PATH", "HOME", "LANG"} {
 		if v, ok := os.LookupEnv(k); ok {
@@ -326,12 +325,67 @@ func (s *sender) run(ctx context.Context, t target, event, id string, body []byt
 	}
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	// The pipes are the server's own (not exec's copying goroutines, which
+	// Wait waits for): Wait returns when the command exits, whoever else
+	// holds them.
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
 		}
+	}
+	pipe := func() (*os.File, *os.File, error) {
+		r, w, err := os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err1 := pipe()
+	outR, outW, err2 := pipe()
+	errR, errW, err3 := pipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("the command could not be started: %w", err)
+	}
+	defer closeAll()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("the command could not be started: %w", err)
+	}
+	_, _, _ = inR.Close(), outW.Close(), errW.Close()
+	pgid := cmd.Process.Pid
+	go func() {
+		_, _ = inW.Write(body) // fails (EPIPE) when the command exits without reading it all
+		_ = inW.Close()
+	}()
+	var out, errOut capped
+	out.max, errOut.max = maxAnswer, 2<<10
+	var readers sync.WaitGroup
+	readers.Go(func() { _, _ = io.Copy(&out, outR) })
+	readers.Go(func() { _, _ = io.Copy(&errOut, errR) })
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		err = <-waited
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL) // what it left in its group
+	read := make(chan struct{})
+	go func() { readers.Wait(); close(read) }()
+	select {
+	case <-read:
+	case <-ctx.Done(): // a child that left the group still holds a pipe
+		_, _ = outR.Close(), errR.Close()
+		<-read
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
 		msg := cutText(strings.TrimSpace(errOut.String()), 500)
 		if msg != "" {
 			return nil, fmt.Errorf("the command failed (%v): %s", err, msg)
