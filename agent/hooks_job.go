@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -133,7 +134,7 @@ func (h *hooks) trace(ctx context.Context, d db.HookDelivery, t target, givenUp 
 		}
 		return
 	}
-	if d.DeliveredAt != nil {
+	if d.DeliveredAt != nil || slices.Contains(quietEvents, d.Event) {
 		return
 	}
 	ended, err := h.store.RunEnded(ctx, *d.RunID)

@@ -360,6 +360,13 @@ func (x *run) turnEnd(ctx context.Context) {
 	x.reportHookFailures(ctx)
 }
 
+// quietEvents are the events whose failed deliveries the trace does not
+// show: the throttled updates, one a second while a model streams or a
+// tool runs — a receiver that is down would add a step a second. Their
+// hook's failures show in the other events' steps; their deliveries are
+// retried all the same.
+var quietEvents = []string{EventMessageUpdate, EventToolExecutionUpdate}
+
 // reportHookFailures adds a trace step for each of the run's failed
 // deliveries not yet shown (the job updates it as it retries). Only the
 // run adds steps while it is active, so steps stay in one order.
@@ -368,7 +375,7 @@ func (x *run) reportHookFailures(ctx context.Context) {
 		return
 	}
 	wctx := context.WithoutCancel(ctx)
-	fails, err := x.a.store.UnreportedHookFailures(wctx, x.r.ID)
+	fails, err := x.a.store.UnreportedHookFailures(wctx, x.r.ID, quietEvents)
 	if err != nil {
 		slog.Warn("hook failures", "run", x.r.ID, "err", err)
 		return

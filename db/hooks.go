@@ -127,10 +127,11 @@ func (d *DB) HookAttempted(ctx context.Context, id int64, delivered, givenUp boo
 }
 
 // UnreportedHookFailures lists a run's deliveries that failed and are not
-// yet shown in its trace.
-func (d *DB) UnreportedHookFailures(ctx context.Context, run int64) ([]HookDelivery, error) {
+// yet shown in its trace, but for those of the events in quiet.
+func (d *DB) UnreportedHookFailures(ctx context.Context, run int64, quiet []string) ([]HookDelivery, error) {
 	rows, err := d.q().Query(ctx, "SELECT "+hookDeliveryCols+` FROM hook_deliveries
-		WHERE run_id = $1 AND attempts > 0 AND delivered_at IS NULL AND step_id IS NULL ORDER BY id`, run)
+		WHERE run_id = $1 AND attempts > 0 AND delivered_at IS NULL AND step_id IS NULL
+			AND NOT (event = ANY($2::text[])) ORDER BY id`, run, append([]string{}, quiet...))
 	if err != nil {
 		return nil, err
 	}

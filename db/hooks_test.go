@@ -48,8 +48,11 @@ func TestWorkspaceHooksAreTheirOwnersAndTheOutboxKeepsOneDeliveryPerEventAndHook
 	if err != nil || got.Attempts != 1 || got.LastError != "the server answered 500" || got.DeliveredAt != nil {
 		t.Fatalf("a failed attempt: %+v %v", got, err)
 	}
-	if fails, _ := store.UnreportedHookFailures(ctx, run.ID); len(fails) != 1 {
+	if fails, _ := store.UnreportedHookFailures(ctx, run.ID, nil); len(fails) != 1 {
 		t.Fatalf("unreported failures = %v", fails)
+	}
+	if fails, err := store.UnreportedHookFailures(ctx, run.ID, []string{"message_update", "agent_end"}); err != nil || len(fails) != 0 {
+		t.Fatalf("unreported failures of events not shown = %v %v", fails, err)
 	}
 	if got, err = store.HookAttempted(ctx, jobs[0], true, false, "", 0); err != nil || got.Attempts != 2 || got.DeliveredAt == nil {
 		t.Fatalf("the retry: %+v %v", got, err)

@@ -469,3 +469,53 @@ func TestARunAdoptedAfterARestartSaysItIsResumedAndEndsOnce(t *testing.T) {
 		t.Errorf("agent_start resumed = %v, agent_end ×%d: want one new start, one resumed start and one end", starts, ends)
 	}
 }
+
+func TestAReceiverThatIsDownShowsInTheTraceOncePerEventNotOncePerStreamedUpdate(t *testing.T) {
+	t.Parallel()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(down.Close)
+	e := newAgentEnv(t, testenv.Options{Agent: agent.Config{Hooks: agent.HooksConfig{
+		Hooks: []agent.Hook{{Event: "*", URL: down.URL}}, RetryBackoff: 50 * time.Millisecond, Attempts: 4}}})
+	thread := e.start("Just answer.")
+	run, _ := e.finished(thread)
+	var ds []db.HookDelivery
+	testwait.For(t, "every delivery given up, and shown unless it is an update", 20*time.Second, func() bool {
+		var err error
+		if ds, err = e.app.Store.HookDeliveries(context.Background(), run.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.GivenUpAt == nil || (d.StepID == nil && d.Event != agent.EventMessageUpdate) {
+				return false
+			}
+		}
+		return len(ds) > 0
+	})
+	n := byEventDeliveries(ds)
+	if n[agent.EventMessageUpdate] == 0 || n[agent.EventMessageEnd] != 1 {
+		t.Fatalf("deliveries %v", n)
+	}
+	shown := map[string]int{}
+	for _, s := range e.steps(run.ID) {
+		if s.Kind == db.StepHook {
+			shown[s.Data.Content]++
+		}
+	}
+	if shown[agent.EventMessageUpdate] != 0 {
+		t.Errorf("the trace shows %d failed message_update deliveries (one a second while the model streams)", shown[agent.EventMessageUpdate])
+	}
+	if shown[agent.EventMessageEnd] != 1 || shown[agent.EventAgentEnd] != 1 {
+		t.Errorf("the trace shows %v: the receiver's failures still show once per other event", shown)
+	}
+}
+
+func byEventDeliveries(ds []db.HookDelivery) map[string]int {
+	n := map[string]int{}
+	for _, d := range ds {
+		n[d.Event]++
+	}
+	return n
+}
