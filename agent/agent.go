@@ -66,7 +66,7 @@ type Config struct {
 	Hooks HooksConfig
 	// Jobs is the job queue hook deliveries are made from (nil: only
 	// tool_execution_start, which is waited for, is delivered). The
-	// queue must work HookQueue.
+	// queue must work HookQueue and WorkspaceHookQueue.
 	Jobs Jobs
 }
 

@@ -449,20 +449,32 @@ type Jobs interface {
 	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) error
 }
 
-// HookQueue is the job queue hook deliveries run in: a queue of their own,
-// so that a slow receiver never holds up ingestion or media.
+// HookQueue is the job queue the administrator's hook deliveries run in:
+// a queue of their own, so that a slow receiver never holds up ingestion
+// or media.
 const HookQueue = "hooks"
+
+// WorkspaceHookQueue is the queue of workspaces' hook deliveries: apart
+// from the administrator's, so that a user's receiver that never answers
+// (each delivery holding a worker up to its 60 s timeout) cannot hold up
+// the administrator's audit.
+const WorkspaceHookQueue = "hooks_workspace"
 
 // enqueue puts deliveries in the outbox, each with its job (after delay).
 func (h *hooks) enqueue(ctx context.Context, ds []db.HookDelivery, delay time.Duration) error {
 	if len(ds) == 0 || h.jobs == nil {
 		return nil
 	}
-	opts := &river.InsertOpts{Queue: HookQueue, MaxAttempts: h.cfg.Attempts}
-	if delay > 0 {
-		opts.ScheduledAt = time.Now().Add(delay)
-	}
 	return h.store.AddHookDeliveries(ctx, ds, func(tx pgx.Tx, d db.HookDelivery) error {
+		// An attempt already made (the waited-for tool_execution_start)
+		// counts towards the delivery's attempts.
+		opts := &river.InsertOpts{Queue: HookQueue, MaxAttempts: max(1, h.cfg.Attempts-d.Attempts)}
+		if d.WorkspaceHookID != nil {
+			opts.Queue = WorkspaceHookQueue
+		}
+		if delay > 0 {
+			opts.ScheduledAt = time.Now().Add(delay)
+		}
 		return h.jobs.InsertTx(ctx, tx, HookDeliveryArgs{Delivery: d.ID}, opts)
 	})
 }

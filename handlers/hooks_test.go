@@ -331,6 +331,22 @@ func TestAHookThatTimesOutOrFailsNeverStopsTheRunAndShowsInTheTrace(t *testing.T
 		s, ok := hookStep(agent.EventAgentEnd)
 		return ok && strings.Contains(s.Data.Error, "given up") && strings.Contains(s.Data.Error, "broken receiver")
 	})
+	// The waited-for attempt counts: 5 attempts in all, as configured.
+	testwait.For(t, "the policy hook's delivery given up", 20*time.Second, func() bool {
+		ds, err := e.app.Store.HookDeliveries(context.Background(), run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.Event == agent.EventToolExecutionStart && d.GivenUpAt != nil {
+				if d.Attempts != 5 {
+					t.Errorf("the policy hook's delivery was given up after %d attempts, want 5", d.Attempts)
+				}
+				return true
+			}
+		}
+		return false
+	})
 	page := e.c.Get(fmt.Sprintf("/t/%d", thread)).Body
 	for _, want := range []string{`data-testid="hook" data-event="tool_execution_start" data-status="error"`,
 		`data-testid="hook" data-event="agent_end" data-status="error"`, "broken receiver"} {
@@ -518,4 +534,35 @@ func byEventDeliveries(ds []db.HookDelivery) map[string]int {
 		n[d.Event]++
 	}
 	return n
+}
+
+func TestAWorkspaceReceiverThatNeverAnswersDoesNotHoldUpTheAdministratorsHooks(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hang.Close)
+	dir := t.TempDir()
+	e := newAgentEnv(t, testenv.Options{Agent: agent.Config{Hooks: agent.HooksConfig{
+		Hooks: []agent.Hook{{Event: agent.EventAgentEnd, Command: []string{"/bin/sh", "-c", `cat > "$0/$$.json"`, dir}}},
+		Allow: []string{"127.0.0.1"}}}})
+	t.Cleanup(func() { close(release) })
+	// A user's hook on every event whose receiver holds each delivery for
+	// its whole timeout.
+	r := e.c.Post("/tools/hooks", url.Values{"workspace_id": {fmt.Sprint(e.ws.ID)}, "event": {"*"}, "url": {hang.URL}, "timeout": {"60"}})
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("add the hook: %d", r.StatusCode)
+	}
+	thread := e.start("Just answer.")
+	if run, _ := e.finished(thread); run.Status != db.RunCompleted {
+		t.Fatalf("run %s (%s)", run.Status, run.Error)
+	}
+	testwait.For(t, "the administrator's agent_end while the user's receiver holds its deliveries", 20*time.Second, func() bool {
+		return hasEvent(commandPayloads(t, dir), agent.EventAgentEnd)
+	})
 }
