@@ -33,12 +33,35 @@ func (d *DB) WorkspaceHooks(ctx context.Context, user, workspace int64) ([]Works
 	return pgx.CollectRows(rows, pgx.RowToStructByName[WorkspaceHook])
 }
 
+// MaxWorkspaceHooks is how many hooks a workspace may have: each is
+// delivered every event it takes (a POST to wherever its owner chose, a
+// row in the outbox), and a policy hook is waited for before each call.
+const MaxWorkspaceHooks = 10
+
+// ErrHookLimit is a hook added to a workspace that has MaxWorkspaceHooks.
+var ErrHookLimit = errors.New("db: the workspace has as many hooks as it may")
+
 // AddWorkspaceHook adds a hook to one of the user's workspaces (ErrNotFound
-// when it is not theirs).
+// when it is not theirs, ErrHookLimit when it has MaxWorkspaceHooks).
 func (d *DB) AddWorkspaceHook(ctx context.Context, user int64, h WorkspaceHook) (WorkspaceHook, error) {
-	return oneRow[WorkspaceHook](ctx, d.q(), `INSERT INTO workspace_hooks (workspace_id, event, url, secret, timeout_ms)
-		SELECT w.id, $3, $4, $5, $6 FROM workspaces w WHERE w.id = $1 AND w.owner_id = $2
-		RETURNING `+workspaceHookCols, h.WorkspaceID, user, h.Event, h.URL, h.Secret, h.TimeoutMS)
+	var out WorkspaceHook
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		// The workspace's row is locked, so two adds at once cannot both
+		// take the last place.
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM workspace_hooks WHERE workspace_id = w.id)
+			FROM workspaces w WHERE w.id = $1 AND w.owner_id = $2 FOR UPDATE OF w`, h.WorkspaceID, user).Scan(&n); err != nil {
+			return mapErr(err)
+		}
+		if n >= MaxWorkspaceHooks {
+			return ErrHookLimit
+		}
+		var err error
+		out, err = oneRow[WorkspaceHook](ctx, tx, `INSERT INTO workspace_hooks (workspace_id, event, url, secret, timeout_ms)
+			VALUES ($1, $2, $3, $4, $5) RETURNING `+workspaceHookCols, h.WorkspaceID, h.Event, h.URL, h.Secret, h.TimeoutMS)
+		return err
+	})
+	return out, err
 }
 
 // DeleteWorkspaceHook deletes one of the user's hooks (ErrNotFound when it

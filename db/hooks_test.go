@@ -25,6 +25,17 @@ func TestWorkspaceHooksAreTheirOwnersAndTheOutboxKeepsOneDeliveryPerEventAndHook
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i := 1; i < db.MaxWorkspaceHooks; i++ {
+		if _, err := store.AddWorkspaceHook(ctx, owner.ID, db.WorkspaceHook{WorkspaceID: ws.ID, Event: "*", URL: "https://x.example/", Secret: "s", TimeoutMS: 1000}); err != nil {
+			t.Fatalf("hook %d: %v", i+1, err)
+		}
+	}
+	if _, err := store.AddWorkspaceHook(ctx, owner.ID, db.WorkspaceHook{WorkspaceID: ws.ID, Event: "*", URL: "https://x.example/", Secret: "s", TimeoutMS: 1000}); !errors.Is(err, db.ErrHookLimit) {
+		t.Fatalf("a hook past the limit: %v", err)
+	}
+	if hs, err := store.WorkspaceHooks(ctx, owner.ID, ws.ID); err != nil || len(hs) != db.MaxWorkspaceHooks {
+		t.Fatalf("the owner lists %d hooks %v", len(hs), err)
+	}
 	if hs, err := store.WorkspaceHooks(ctx, other.ID, ws.ID); err != nil || len(hs) != 0 {
 		t.Fatalf("another user lists %v %v", hs, err)
 	}

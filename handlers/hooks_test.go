@@ -447,6 +447,14 @@ func TestAWorkspaceHookIsItsOwnersAndReachesNoPrivateAddress(t *testing.T) {
 	if r := e.c.Post(fmt.Sprintf("/tools/hooks/%d/delete", hooks[0].ID), nil); r.StatusCode != http.StatusSeeOther {
 		t.Errorf("the owner deleting the hook: %d", r.StatusCode)
 	}
+	// Each hook is a POST for every event it takes: a workspace has few.
+	for i := range db.MaxWorkspaceHooks {
+		e.addHook("*", fmt.Sprintf("https://example.com/%d", i))
+	}
+	r = e.c.Post("/tools/hooks", url.Values{"workspace_id": {fmt.Sprint(e.ws.ID)}, "event": {"*"}, "url": {"https://example.com/more"}})
+	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "at most 10 hooks") {
+		t.Errorf("a hook past the limit: %d", r.StatusCode)
+	}
 }
 
 func TestARunAdoptedAfterARestartSaysItIsResumedAndEndsOnce(t *testing.T) {
