@@ -99,3 +99,43 @@ func TestWorkspaceHooksAreTheirOwnersAndTheOutboxKeepsOneDeliveryPerEventAndHook
 		t.Fatal(err)
 	}
 }
+
+func TestStepsAddedAtOnceByTheRunAndHookJobsTakeSeqOneAfterTheOther(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	owner, ws := newUser(t, store, "hooks-steps@example.com")
+	run := send(t, store, owner.ID, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "hi"}).Run
+	const n = 8
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			_, err := store.AddStep(ctx, run.ID, db.StepHook, db.StepError, db.StepData{Content: "agent_end", Error: "Delivery failed"}, nil)
+			errs <- err
+		}()
+	}
+	close(start)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("a step added at the same time as others: %v", err)
+		}
+	}
+	steps, err := store.Steps(ctx, owner.ID, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := 0
+	for i, s := range steps {
+		if s.Kind == db.StepHook {
+			hooks++
+		}
+		if i > 0 && s.Seq != steps[i-1].Seq+1 {
+			t.Errorf("seq %d after %d", s.Seq, steps[i-1].Seq)
+		}
+	}
+	if hooks != n {
+		t.Errorf("%d hook steps, want %d", hooks, n)
+	}
+}
