@@ -151,6 +151,7 @@ type target struct {
 	// wsHook is the workspace hook's id (0: the administrator's); its
 	// deliveries go through the address policy.
 	wsHook int64
+	ws     int64 // the workspace hook's workspace
 }
 
 func (t target) takes(event string) bool { return t.event == "*" || t.event == event }

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -74,5 +76,34 @@ func BenchmarkATurnsEventsWithoutHooks(b *testing.B) {
 		x.toolStart(ctx, s)
 		x.toolEnd(ctx, s, x.cp.Pending[0], db.StepOK, Result{Output: "ok"}, "", "")
 		x.turnEnd(ctx)
+	}
+}
+
+// deliveryStore is the outbox of one delivery; any other query panics.
+type deliveryStore struct {
+	Store
+	t testing.TB
+	d db.HookDelivery
+}
+
+func (s deliveryStore) HookDeliveryByID(context.Context, int64) (db.HookDelivery, error) {
+	return s.d, nil
+}
+func (s deliveryStore) HookAttempted(context.Context, int64, bool, bool, string, int64) (db.HookDelivery, error) {
+	s.t.Fatalf("an attempt cut short by the server stopping was recorded")
+	return s.d, nil
+}
+
+func TestADeliveryCutShortByTheServerStoppingIsMadeAgainWithoutCountingAsAnAttempt(t *testing.T) {
+	hk := Hook{Event: "*", Command: []string{"/bin/sh", "-c", "exec sleep 30"}}
+	key := adminTarget(hk, time.Second).key
+	h := newHooks(deliveryStore{t: t, d: db.HookDelivery{ID: 1, EventID: "evt_1", Event: EventAgentEnd, HookKey: key, Body: "{}"}},
+		Config{Hooks: HooksConfig{Hooks: []Hook{hk}, Timeout: 20 * time.Second}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the server stopping
+	err := h.deliver(ctx, 1, true)
+	var snooze *river.JobSnoozeError
+	if !errors.As(err, &snooze) || snooze.Duration != 0 {
+		t.Fatalf("the last attempt, cut short: %v (it would count, and the delivery be left without an outcome)", err)
 	}
 }

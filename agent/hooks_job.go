@@ -50,8 +50,12 @@ func (w *hookWorker) NextRetry(job *river.Job[HookDeliveryArgs]) time.Time {
 // given up is not made again, and the event's id is the same on every
 // attempt, so a receiver that got it twice (its answer was lost) can tell.
 func (w *hookWorker) Work(ctx context.Context, job *river.Job[HookDeliveryArgs]) error {
-	h := w.h
-	d, err := h.store.HookDeliveryByID(ctx, job.Args.Delivery)
+	return w.h.deliver(ctx, job.Args.Delivery, job.Attempt >= job.MaxAttempts)
+}
+
+// deliver makes one attempt at a delivery; last: no attempt follows.
+func (h *hooks) deliver(ctx context.Context, id int64, last bool) error {
+	d, err := h.store.HookDeliveryByID(ctx, id)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil // its run or its hook was deleted
 	}
@@ -69,11 +73,24 @@ func (w *hookWorker) Work(ctx context.Context, job *river.Job[HookDeliveryArgs])
 		_, err := h.store.HookAttempted(ctx, d.ID, false, true, gone, 0)
 		return err
 	}
+	if t.ws != 0 {
+		if !h.take(t.ws) {
+			// Its workspace's other deliveries hold their share of the
+			// workers: this one waits, without counting as an attempt.
+			return river.JobSnooze(min(t.timeout, 10*time.Second))
+		}
+		defer h.done(t.ws)
+	}
 	_, sendErr := h.send.send(ctx, t, d.Event, d.EventID, []byte(d.Body))
 	if sendErr != nil && ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The server is stopping: the attempt did not happen, and
+			// is made again at once by the next instance.
+			return river.JobSnooze(0)
+		}
 		return ctx.Err()
 	}
-	givenUp := sendErr != nil && job.Attempt >= job.MaxAttempts
+	givenUp := sendErr != nil && last
 	errText := ""
 	if sendErr != nil {
 		errText = sendErr.Error()

@@ -117,7 +117,7 @@ func (x *run) loadHooks(ctx context.Context) error {
 
 func workspaceTarget(h db.WorkspaceHook) target {
 	return target{key: fmt.Sprintf("workspace:%d", h.ID), event: h.Event, url: h.URL, secret: h.Secret,
-		timeout: time.Duration(h.TimeoutMS) * time.Millisecond, wsHook: h.ID}
+		timeout: time.Duration(h.TimeoutMS) * time.Millisecond, wsHook: h.ID, ws: h.WorkspaceID}
 }
 
 func (x *run) hooked(event string) bool {
@@ -441,6 +441,38 @@ type hooks struct {
 	send  *sender
 	store Store
 	jobs  Jobs
+
+	mu   sync.Mutex
+	busy map[int64]int // a workspace's deliveries being made by this instance's job
+}
+
+// wsInFlight is how many deliveries of one workspace's hooks this
+// instance's job makes at once; the others wait (snoozed), so that a
+// receiver that never answers holds at most this many of the queue's
+// workers, and other workspaces' hooks go on.
+const wsInFlight = 2
+
+// take counts a delivery of workspace ws as being made, unless
+// wsInFlight already are.
+func (h *hooks) take(ws int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.busy[ws] >= wsInFlight {
+		return false
+	}
+	if h.busy == nil {
+		h.busy = map[int64]int{}
+	}
+	h.busy[ws]++
+	return true
+}
+
+func (h *hooks) done(ws int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.busy[ws]--; h.busy[ws] <= 0 {
+		delete(h.busy, ws)
+	}
 }
 
 // Jobs is the job queue (internal/jobs) as hook deliveries use it.

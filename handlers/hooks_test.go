@@ -574,3 +574,62 @@ func TestAWorkspaceReceiverThatNeverAnswersDoesNotHoldUpTheAdministratorsHooks(t
 		return hasEvent(commandPayloads(t, dir), agent.EventAgentEnd)
 	})
 }
+
+func TestAWorkspaceReceiverThatNeverAnswersHoldsFewWorkersAndOtherWorkspacesHooksGoOn(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hang.Close)
+	rec := newHookReceiver(t, nil)
+	e := newAgentEnv(t, testenv.Options{Agent: agent.Config{Hooks: agent.HooksConfig{Allow: []string{"127.0.0.1"}}}})
+	t.Cleanup(func() { close(release) })
+	r := e.c.Post("/tools/hooks", url.Values{"workspace_id": {fmt.Sprint(e.ws.ID)}, "event": {"*"}, "url": {hang.URL}, "timeout": {"60"}})
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("add the hook: %d", r.StatusCode)
+	}
+	if run, _ := e.finished(e.start("Just answer.")); run.Status != db.RunCompleted {
+		t.Fatalf("run %s (%s)", run.Status, run.Error)
+	}
+	testwait.For(t, "the user's receiver holding deliveries", 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return inFlight >= 2
+	})
+	// Another user, another workspace: its hook is delivered meanwhile.
+	c := testenv.NewClient(t, e.app.TS.URL)
+	c.Register("other-hooks@example.com", password)
+	u, err := e.app.Store.UserByEmail(context.Background(), "other-hooks@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := e.app.Store.DefaultWorkspace(context.Background(), u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &agentEnv{t: t, app: e.app, c: c, user: u, ws: ws, root: e.app.Agent.Root(ws)}
+	o.addHook(agent.EventAgentEnd, rec.URL)
+	if run, _ := o.finished(o.start("Just answer.")); run.Status != db.RunCompleted {
+		t.Fatalf("the other run %s (%s)", run.Status, run.Error)
+	}
+	testwait.For(t, "the other workspace's agent_end while the first receiver holds its deliveries", 20*time.Second, func() bool {
+		return hasEvent(rec.payloads(), agent.EventAgentEnd)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if most > 2 {
+		t.Errorf("one workspace's receiver held %d workers at once", most)
+	}
+}

@@ -102,7 +102,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 		agent.HookQueue: 2,
 		// Workspaces' receivers are anyone's: one that never answers
 		// holds a worker for its timeout.
-		agent.WorkspaceHookQueue: 4,
+		agent.WorkspaceHookQueue: 6,
 	}})
 	if err != nil {
 		return nil, err
