@@ -73,15 +73,19 @@ func (h *hooks) deliver(ctx context.Context, id int64, last bool) error {
 		_, err := h.store.HookAttempted(ctx, d.ID, false, true, gone, 0)
 		return err
 	}
-	if t.ws != 0 {
-		if !h.take(t.ws) {
-			// Its workspace's other deliveries hold their share of the
-			// workers: this one waits, without counting as an attempt.
-			return river.JobSnooze(min(t.timeout, 10*time.Second))
+	var sendErr error
+	if t.ws != 0 && !h.take(t.ws) {
+		// Its workspace's other deliveries hold their share of the
+		// workers: this attempt fails, and the retries' backoff spaces
+		// the rest (a receiver that never answers has its deliveries
+		// given up, instead of piling up).
+		sendErr = fmt.Errorf("not sent: %d deliveries of this workspace's hooks were already under way", wsInFlight)
+	} else {
+		if t.ws != 0 {
+			defer h.done(t.ws)
 		}
-		defer h.done(t.ws)
+		_, sendErr = h.send.send(ctx, t, d.Event, d.EventID, []byte(d.Body))
 	}
-	_, sendErr := h.send.send(ctx, t, d.Event, d.EventID, []byte(d.Body))
 	if sendErr != nil && ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			// The server is stopping: the attempt did not happen, and

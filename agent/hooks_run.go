@@ -447,9 +447,10 @@ type hooks struct {
 }
 
 // wsInFlight is how many deliveries of one workspace's hooks this
-// instance's job makes at once; the others wait (snoozed), so that a
-// receiver that never answers holds at most this many of the queue's
-// workers, and other workspaces' hooks go on.
+// instance's job makes at once; an attempt at another meanwhile fails
+// (and is retried with the backoff), so that a receiver that never
+// answers holds at most this many of the queue's workers, and other
+// workspaces' hooks go on.
 const wsInFlight = 2
 
 // take counts a delivery of workspace ws as being made, unless
