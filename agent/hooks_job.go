@@ -74,17 +74,21 @@ func (h *hooks) deliver(ctx context.Context, id int64, last bool) error {
 		return err
 	}
 	var sendErr error
-	if t.ws != 0 && !h.take(t.ws) {
-		// Its workspace's other deliveries hold their share of the
-		// workers: this attempt fails, and the retries' backoff spaces
-		// the rest (a receiver that never answers has its deliveries
-		// given up, instead of piling up).
-		sendErr = fmt.Errorf("not sent: %d deliveries of this workspace's hooks were already under way", wsInFlight)
-	} else {
-		if t.ws != 0 {
-			defer h.done(t.ws)
-		}
+	release, ok := func() {}, true
+	if t.ws != 0 {
+		release, ok = h.take(ctx, t.ws)
+	}
+	if ok {
 		_, sendErr = h.send.send(ctx, t, d.Event, d.EventID, []byte(d.Body))
+		release()
+	} else if ctx.Err() == nil {
+		// Its workspace's other deliveries have held their share of the
+		// workers all this while: this attempt fails, and the retries'
+		// backoff spaces the rest (a receiver that never answers has
+		// its deliveries given up, instead of piling up).
+		sendErr = fmt.Errorf("not sent: %d deliveries of this workspace's hooks were under way for %s", wsInFlight, wsWait)
+	} else {
+		sendErr = ctx.Err()
 	}
 	if sendErr != nil && ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {

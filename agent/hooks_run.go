@@ -442,38 +442,43 @@ type hooks struct {
 	store Store
 	jobs  Jobs
 
-	mu   sync.Mutex
-	busy map[int64]int // a workspace's deliveries being made by this instance's job
+	mu    sync.Mutex
+	slots map[int64]chan struct{} // per workspace: its deliveries being made by this instance's job
 }
 
 // wsInFlight is how many deliveries of one workspace's hooks this
-// instance's job makes at once; an attempt at another meanwhile fails
-// (and is retried with the backoff), so that a receiver that never
-// answers holds at most this many of the queue's workers, and other
-// workspaces' hooks go on.
-const wsInFlight = 2
+// instance's job makes at once; another waits up to wsWait for its turn,
+// then fails (and is retried with the backoff), so that a receiver that
+// never answers holds at most this many of the queue's workers, and
+// other workspaces' hooks go on. A burst of events to a receiver that
+// answers (several a second) waits its turn without failing.
+const (
+	wsInFlight = 2
+	wsWait     = 2 * time.Second
+)
 
-// take counts a delivery of workspace ws as being made, unless
-// wsInFlight already are.
-func (h *hooks) take(ws int64) bool {
+// take waits for a slot of workspace ws (false: none came within wsWait,
+// or ctx ended); release gives it back.
+func (h *hooks) take(ctx context.Context, ws int64) (release func(), ok bool) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.busy[ws] >= wsInFlight {
-		return false
+	if h.slots == nil {
+		h.slots = map[int64]chan struct{}{}
 	}
-	if h.busy == nil {
-		h.busy = map[int64]int{}
+	c := h.slots[ws]
+	if c == nil {
+		c = make(chan struct{}, wsInFlight)
+		h.slots[ws] = c
 	}
-	h.busy[ws]++
-	return true
-}
-
-func (h *hooks) done(ws int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.busy[ws]--; h.busy[ws] <= 0 {
-		delete(h.busy, ws)
+	h.mu.Unlock()
+	t := time.NewTimer(wsWait)
+	defer t.Stop()
+	select {
+	case c <- struct{}{}:
+		return func() { <-c }, true
+	case <-t.C:
+	case <-ctx.Done():
 	}
+	return nil, false
 }
 
 // Jobs is the job queue (internal/jobs) as hook deliveries use it.
