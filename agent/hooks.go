@@ -377,12 +377,15 @@ func (s *sender) run(ctx context.Context, t target, event, id string, body []byt
 	_ = syscall.Kill(-pgid, syscall.SIGKILL) // what it left in its group
 	read := make(chan struct{})
 	go func() { readers.Wait(); close(read) }()
+	linger := time.NewTimer(time.Second)
+	defer linger.Stop()
 	select {
 	case <-read:
-	case <-ctx.Done(): // a child that left the group still holds a pipe
-		_, _ = outR.Close(), errR.Close()
-		<-read
+	case <-linger.C: // a child that left the group (setsid) still holds a pipe
+	case <-ctx.Done():
 	}
+	_, _ = outR.Close(), errR.Close()
+	<-read
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

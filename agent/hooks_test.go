@@ -153,6 +153,17 @@ func TestACommandHookThatLeavesAChildBehindAnswersAtOnceAndTheChildIsKilled(t *t
 		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 		return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
 	})
+	// A child that left the group (setsid) holding stdout: the answer is
+	// what came within a second of the command's exit.
+	start = time.Now()
+	out, err = s.send(context.Background(), target{command: []string{"/bin/sh", "-c", `setsid sleep 5 & sleep 0.3; echo answer`}, timeout: 20 * time.Second},
+		EventAgentEnd, "evt_4", []byte(`{}`))
+	if err != nil || strings.TrimSpace(string(out)) != "answer" {
+		t.Fatalf("a command whose daemon holds stdout: %q %v", out, err)
+	}
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Fatalf("the daemon held the answer %s", took)
+	}
 	// A command that never reads a payload larger than a pipe holds, and
 	// never exits, is stopped at its timeout.
 	big := []byte(`{"x":"` + strings.Repeat("a", 1<<20) + `"}`)
