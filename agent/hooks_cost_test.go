@@ -50,7 +50,9 @@ func TestARunWithoutHooksMakesNoQueryPerEvent(t *testing.T) {
 		x.toolRunning(&x.cp.Pending[0])
 		x.toolProgress(ctx)("output")
 		x.toolRunning(nil)
-		x.toolEnd(ctx, s, x.cp.Pending[0], db.StepOK, Result{Output: "ok"}, "", "")
+		if ds := x.toolEnd(s, x.cp.Pending[0], db.StepOK, Result{Output: "ok"}, "", ""); len(ds) != 0 {
+			t.Fatalf("deliveries of tool_execution_end without a hook: %v", ds)
+		}
 		x.turnEnd(ctx)
 	}
 	x.agentEnd(ctx, db.RunCompleted, chatResult{})
@@ -74,7 +76,7 @@ func BenchmarkATurnsEventsWithoutHooks(b *testing.B) {
 		x.turnStart(ctx)
 		x.messageEnd(ctx, db.StepData{Content: "answer", Calls: []db.StepCall{{ID: "c", Name: "t"}}})
 		x.toolStart(ctx, s)
-		x.toolEnd(ctx, s, x.cp.Pending[0], db.StepOK, Result{Output: "ok"}, "", "")
+		x.toolEnd(s, x.cp.Pending[0], db.StepOK, Result{Output: "ok"}, "", "")
 		x.turnEnd(ctx)
 	}
 }

@@ -142,13 +142,27 @@ func (x *run) payload(event string) HookPayload {
 // delivers it. It never waits on a receiver, and a failure to queue it is
 // logged, never the run's.
 func (x *run) emit(ctx context.Context, p HookPayload) {
-	if !x.hooked(p.Event) || x.a.hooks.jobs == nil {
+	ds := x.deliveries(p)
+	if len(ds) == 0 {
 		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := x.a.hooks.enqueue(wctx, ds, 0); err != nil {
+		slog.Warn("queue hook deliveries", "run", x.r.ID, "event", p.Event, "err", err)
+	}
+}
+
+// deliveries are an event's for every hook that takes it (none when no
+// hook does, or there is no job queue to deliver them).
+func (x *run) deliveries(p HookPayload) []db.HookDelivery {
+	if !x.hooked(p.Event) || x.a.hooks.jobs == nil {
+		return nil
 	}
 	body, err := json.Marshal(p)
 	if err != nil {
 		slog.Warn("hook payload", "run", x.r.ID, "err", err)
-		return
+		return nil
 	}
 	var ds []db.HookDelivery
 	for _, t := range x.hk.targets {
@@ -156,11 +170,16 @@ func (x *run) emit(ctx context.Context, p HookPayload) {
 			ds = append(ds, x.delivery(t, p, body))
 		}
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := x.a.hooks.enqueue(wctx, ds, 0); err != nil {
-		slog.Warn("queue hook deliveries", "run", x.r.ID, "event", p.Event, "err", err)
+	return ds
+}
+
+// withDeliveries is the checkpoint to save with a step, with ds put in
+// the outbox in the same transaction.
+func (x *run) withDeliveries(ds []db.HookDelivery) any {
+	if len(ds) == 0 {
+		return x.cp
 	}
+	return db.WithDeliveries{Checkpoint: x.cp, Deliveries: ds, Enqueue: x.a.hooks.insertJob(context.Background(), 0)}
 }
 
 func (x *run) delivery(t target, p HookPayload, body []byte) db.HookDelivery {
@@ -293,19 +312,23 @@ func (x *run) toolRunning(p *pendingCall) {
 	x.hk.mu.Unlock()
 }
 
-// toolEnd emits tool_execution_end for a call whose start went out.
-func (x *run) toolEnd(ctx context.Context, s db.Step, p pendingCall, status string, res Result, errText, reason string) {
+// toolEnd is the deliveries of tool_execution_end for a call whose start
+// went out, to record with the call's result (finishCall).
+func (x *run) toolEnd(s db.Step, p pendingCall, status string, res Result, errText, reason string) []db.HookDelivery {
 	if !x.hk.started[s.ID] && !p.Started {
-		return
+		return nil
 	}
 	delete(x.hk.started, s.ID)
+	if !x.hooked(EventToolExecutionEnd) {
+		return nil
+	}
 	ev := x.payload(EventToolExecutionEnd)
 	ev.Tool, ev.CallID, ev.Arguments = p.Name, p.ID, callArgs(p.Args)
 	ev.Result = &HookResult{Status: status, Output: cutText(res.Output, hookMaxOutput), Error: errText, Reason: reason}
 	if status == db.StepOK {
 		ev.Result.Changes = res.Changes
 	}
-	x.emit(ctx, ev)
+	return x.deliveries(ev)
 }
 
 // turnStart opens a model turn: turn_start and message_start.
@@ -503,7 +526,12 @@ func (h *hooks) enqueue(ctx context.Context, ds []db.HookDelivery, delay time.Du
 	if len(ds) == 0 || h.jobs == nil {
 		return nil
 	}
-	return h.store.AddHookDeliveries(ctx, ds, func(tx pgx.Tx, d db.HookDelivery) error {
+	return h.store.AddHookDeliveries(ctx, ds, h.insertJob(ctx, delay))
+}
+
+// insertJob inserts a delivery's job in the outbox's transaction.
+func (h *hooks) insertJob(ctx context.Context, delay time.Duration) func(tx pgx.Tx, d db.HookDelivery) error {
+	return func(tx pgx.Tx, d db.HookDelivery) error {
 		// An attempt already made (the waited-for tool_execution_start)
 		// counts towards the delivery's attempts.
 		opts := &river.InsertOpts{Queue: HookQueue, MaxAttempts: max(1, h.cfg.Attempts-d.Attempts)}
@@ -514,7 +542,7 @@ func (h *hooks) enqueue(ctx context.Context, ds []db.HookDelivery, delay time.Du
 			opts.ScheduledAt = time.Now().Add(delay)
 		}
 		return h.jobs.InsertTx(ctx, tx, HookDeliveryArgs{Delivery: d.ID}, opts)
-	})
+	}
 }
 
 // failureData is the trace step of a delivery that failed.

@@ -137,6 +137,9 @@ func (d *DB) AddStep(ctx context.Context, run int64, kind, status string, data S
 		if err != nil {
 			return err
 		}
+		if checkpoint, err = outboxed(ctx, tx, checkpoint); err != nil {
+			return err
+		}
 		if f, ok := checkpoint.(StepCheckpoint); ok {
 			checkpoint = f(s)
 		}
@@ -181,6 +184,9 @@ func (d *DB) UpdateStep(ctx context.Context, step int64, status string, data Ste
 			return err
 		}
 		if s, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Step]); err != nil {
+			return err
+		}
+		if checkpoint, err = outboxed(ctx, tx, checkpoint); err != nil {
 			return err
 		}
 		return saveCheckpoint(ctx, tx, s.RunID, checkpoint)

@@ -96,31 +96,54 @@ type HookDelivery struct {
 
 const hookDeliveryCols = "id, event_id, event, run_id, hook_key, workspace_hook_id, body, attempts, last_error, step_id, created_at, delivered_at, given_up_at"
 
+// WithDeliveries is a checkpoint (for AddStep and UpdateStep) saved with
+// deliveries put in the outbox in the same transaction, as
+// AddHookDeliveries puts them: a step's outcome and the events that
+// report it are recorded together, or neither (a crash between the two
+// lost the events).
+type WithDeliveries struct {
+	Checkpoint any
+	Deliveries []HookDelivery
+	Enqueue    func(tx pgx.Tx, d HookDelivery) error
+}
+
+// outboxed adds a WithDeliveries' deliveries in tx and returns its
+// checkpoint (any other checkpoint as it is).
+func outboxed(ctx context.Context, tx pgx.Tx, checkpoint any) (any, error) {
+	w, ok := checkpoint.(WithDeliveries)
+	if !ok {
+		return checkpoint, nil
+	}
+	return w.Checkpoint, addHookDeliveries(ctx, tx, w.Deliveries, w.Enqueue)
+}
+
 // AddHookDeliveries puts deliveries in the outbox and, in the same
 // transaction, calls enqueue for each (the job that makes it): a delivery
 // exists if and only if its job does. A delivery already there (the same
 // event for the same hook) is kept as it is.
 func (d *DB) AddHookDeliveries(ctx context.Context, ds []HookDelivery, enqueue func(tx pgx.Tx, d HookDelivery) error) error {
-	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
-		for _, h := range ds {
-			rows, err := tx.Query(ctx, `INSERT INTO hook_deliveries (event_id, event, run_id, hook_key, workspace_hook_id, body, attempts, last_error, step_id)
+	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error { return addHookDeliveries(ctx, tx, ds, enqueue) }))
+}
+
+func addHookDeliveries(ctx context.Context, tx pgx.Tx, ds []HookDelivery, enqueue func(tx pgx.Tx, d HookDelivery) error) error {
+	for _, h := range ds {
+		rows, err := tx.Query(ctx, `INSERT INTO hook_deliveries (event_id, event, run_id, hook_key, workspace_hook_id, body, attempts, last_error, step_id)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (event_id, hook_key) DO NOTHING RETURNING `+hookDeliveryCols,
-				h.EventID, h.Event, h.RunID, h.HookKey, h.WorkspaceHookID, h.Body, h.Attempts, h.LastError, h.StepID)
-			if err != nil {
+			h.EventID, h.Event, h.RunID, h.HookKey, h.WorkspaceHookID, h.Body, h.Attempts, h.LastError, h.StepID)
+		if err != nil {
+			return err
+		}
+		added, err := pgx.CollectRows(rows, pgx.RowToStructByName[HookDelivery])
+		if err != nil {
+			return err
+		}
+		for _, a := range added {
+			if err := enqueue(tx, a); err != nil {
 				return err
-			}
-			added, err := pgx.CollectRows(rows, pgx.RowToStructByName[HookDelivery])
-			if err != nil {
-				return err
-			}
-			for _, a := range added {
-				if err := enqueue(tx, a); err != nil {
-					return err
-				}
 			}
 		}
-		return nil
-	}))
+	}
+	return nil
 }
 
 // HookDeliveryByID returns a delivery of the outbox.

@@ -139,3 +139,52 @@ func TestStepsAddedAtOnceByTheRunAndHookJobsTakeSeqOneAfterTheOther(t *testing.T
 		t.Errorf("%d hook steps, want %d", hooks, n)
 	}
 }
+
+func TestAStepsOutcomeAndItsHookDeliveriesAreRecordedTogetherOrNeither(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	owner, ws := newUser(t, store, "hooks-tx@example.com")
+	run := send(t, store, owner.ID, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "hi"}).Run
+	s, err := store.AddStep(ctx, run.ID, db.StepToolCall, db.StepRunning, db.StepData{Tool: "list_files"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := db.HookDelivery{EventID: "evt_end", Event: "tool_execution_end", RunID: &run.ID, HookKey: "url:https://x.example/", Body: `{}`}
+	broken := errors.New("the job queue is down")
+	_, err = store.UpdateStep(ctx, s.ID, db.StepOK, db.StepData{Tool: "list_files", Output: "a.txt"}, db.WithDeliveries{
+		Checkpoint: map[string]int{"round": 1}, Deliveries: []db.HookDelivery{d},
+		Enqueue: func(pgx.Tx, db.HookDelivery) error { return broken }})
+	if !errors.Is(err, broken) {
+		t.Fatalf("the update with a job that could not be queued: %v", err)
+	}
+	if got, _ := store.StepByID(ctx, run.ID, s.ID); got.Status != db.StepRunning {
+		t.Errorf("the step's outcome was kept without its deliveries: %s", got.Status)
+	}
+	if ds, _ := store.HookDeliveries(ctx, run.ID); len(ds) != 0 {
+		t.Errorf("deliveries kept without the step's outcome: %v", ds)
+	}
+	var jobs int
+	got, err := store.UpdateStep(ctx, s.ID, db.StepOK, db.StepData{Tool: "list_files", Output: "a.txt"}, db.WithDeliveries{
+		Checkpoint: map[string]int{"round": 1}, Deliveries: []db.HookDelivery{d},
+		Enqueue: func(pgx.Tx, db.HookDelivery) error { jobs++; return nil }})
+	if err != nil || got.Status != db.StepOK {
+		t.Fatalf("the update: %+v %v", got, err)
+	}
+	if ds, _ := store.HookDeliveries(ctx, run.ID); len(ds) != 1 || jobs != 1 {
+		t.Errorf("%d deliveries, %d jobs, want 1 and 1", len(ds), jobs)
+	}
+	var cp string
+	if err := store.Pool.QueryRow(ctx, "SELECT checkpoint::text FROM runs WHERE id = $1", run.ID).Scan(&cp); err != nil || cp != `{"round": 1}` {
+		t.Errorf("the checkpoint saved = %s %v", cp, err)
+	}
+	// AddStep too, with a StepCheckpoint inside.
+	var seen int64
+	added, err := store.AddStep(ctx, run.ID, db.StepHook, db.StepError, db.StepData{}, db.WithDeliveries{
+		Checkpoint: db.StepCheckpoint(func(s db.Step) any { seen = s.ID; return map[string]int{"round": 2} }),
+		Deliveries: []db.HookDelivery{{EventID: "evt_2", Event: "turn_end", RunID: &run.ID, HookKey: "url:https://x.example/", Body: `{}`}},
+		Enqueue:    func(pgx.Tx, db.HookDelivery) error { jobs++; return nil }})
+	if err != nil || seen != added.ID || jobs != 2 {
+		t.Errorf("AddStep with deliveries: %v, checkpoint saw step %d of %d, %d jobs", err, seen, added.ID, jobs)
+	}
+}
