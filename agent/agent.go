@@ -44,7 +44,7 @@ type Store interface {
 	AddHookDeliveries(ctx context.Context, ds []db.HookDelivery, enqueue func(tx pgx.Tx, d db.HookDelivery) error) error
 	HookDeliveryByID(ctx context.Context, id int64) (db.HookDelivery, error)
 	HookAttempted(ctx context.Context, id int64, delivered, givenUp bool, errText string, step int64) (db.HookDelivery, error)
-	UnreportedHookFailures(ctx context.Context, run int64) ([]db.HookDelivery, error)
+	UnreportedHookFailures(ctx context.Context, run int64, quiet []string) ([]db.HookDelivery, error)
 	SetHookDeliveryStep(ctx context.Context, id, step int64) error
 	RunEnded(ctx context.Context, run int64) (bool, error)
 	PruneHookDeliveries(ctx context.Context, before time.Time) (int64, error)
@@ -67,7 +67,7 @@ type Config struct {
 	Hooks HooksConfig
 	// Jobs is the job queue hook deliveries are made from (nil: only
 	// tool_execution_start, which is waited for, is delivered). The
-	// queue must work HookQueue.
+	// queue must work HookQueue and WorkspaceHookQueue.
 	Jobs Jobs
 }
 

@@ -168,10 +168,11 @@ func (x *run) finishCall(ctx context.Context, s db.Step, status string, res Resu
 	if status == db.StepOK {
 		data.Changes, data.Sources = res.Changes, res.Sources
 	}
-	if _, err := x.updateStep(ctx, s, status, data); err != nil {
+	// tool_execution_end is put in the outbox with the result, in one
+	// transaction: a crash in between cannot lose it.
+	if _, err := x.updateStepWith(ctx, s, status, data, x.toolEnd(s, p, status, res, errText, reason)); err != nil {
 		return fmt.Errorf("record tool result: %w", err)
 	}
-	x.toolEnd(ctx, s, p, status, res, errText, reason)
 	return nil
 }
 

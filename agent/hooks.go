@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -125,7 +126,7 @@ func ParseHooks(data []byte) ([]Hook, error) {
 			return nil, fmt.Errorf("hook %d: unknown event %q (one of %s, or \"*\")", i+1, h.Event, strings.Join(HookEvents, ", "))
 		case (h.URL == "") == (len(h.Command) == 0):
 			return nil, fmt.Errorf("hook %d: give either \"url\" or \"command\"", i+1)
-		case h.Timeout < 0 || h.Timeout > 300:
+		case h.Timeout < 0 || h.Timeout > maxHookTimeout.Seconds():
 			return nil, fmt.Errorf("hook %d: timeout must be from 0 to 300 seconds", i+1)
 		case len(h.Command) > 0 && h.Command[0] == "":
 			return nil, fmt.Errorf("hook %d: the command is empty", i+1)
@@ -150,6 +151,7 @@ type target struct {
 	// wsHook is the workspace hook's id (0: the administrator's); its
 	// deliveries go through the address policy.
 	wsHook int64
+	ws     int64 // the workspace hook's workspace
 }
 
 func (t target) takes(event string) bool { return t.event == "*" || t.event == event }
@@ -157,9 +159,11 @@ func (t target) takes(event string) bool { return t.event == "*" || t.event == e
 // label is how the trace names the hook.
 func (t target) label() string {
 	if t.url != "" {
-		if u, err := url.Parse(t.url); err == nil {
-			u.User, u.RawQuery, u.Fragment = nil, "", "" // a token in the query stays out of the trace
-			return "POST " + u.String()
+		// Only the scheme and host: webhook URLs often carry their
+		// credential in the path (Slack's, Discord's) or the query, and
+		// users read the trace and /tools/hooks.
+		if u, err := url.Parse(t.url); err == nil && u.Host != "" {
+			return "POST " + u.Scheme + "://" + u.Host
 		}
 		return "POST"
 	}
@@ -181,6 +185,9 @@ func adminTarget(h Hook, def time.Duration) target {
 	}
 	return t
 }
+
+// maxHookTimeout is the longest timeout a hook may set.
+const maxHookTimeout = 300 * time.Second
 
 // maxAnswer caps what is read of a hook's answer.
 const maxAnswer = 64 << 10
@@ -305,14 +312,12 @@ func (s *sender) post(ctx context.Context, t target, event, id string, body []by
 
 // run runs a command hook with the payload on its stdin and returns its
 // stdout; a non-zero exit is a failure. Its environment is PATH, HOME and
-// LANG of the server's, with WEFT_HOOK_EVENT and WEFT_HOOK_ID; when the
-// time is up its whole process group is killed.
+// LANG of the server's, with WEFT_HOOK_EVENT and WEFT_HOOK_ID. It runs in
+// a process group of its own, killed when the time is up and as soon as
+// the command exits: a child it left behind (`notify … &`) neither
+// outlives it nor holds its answer open.
 func (s *sender) run(ctx context.Context, t target, event, id string, body []byte) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, t.command[0], t.command[1:]...)
-	cmd.Stdin = bytes.NewReader(body)
-	var out, errOut capped
-	out.max, errOut.max = maxAnswer, 2<<10
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd := exec.Command(t.command[0], t.command[1:]...)
 	env := []string{"WEFT_HOOK_EVENT=" + event, "WEFT_HOOK_ID=" + id}
 	for _, k := range []string{"PATH", "HOME", "LANG"} {
 		if v, ok := os.LookupEnv(k); ok {
@@ -321,12 +326,70 @@ func (s *sender) run(ctx context.Context, t target, event, id string, body []byt
 	}
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	// The pipes are the server's own (not exec's copying goroutines, which
+	// Wait waits for): Wait returns when the command exits, whoever else
+	// holds them.
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
 		}
+	}
+	pipe := func() (*os.File, *os.File, error) {
+		r, w, err := os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err1 := pipe()
+	outR, outW, err2 := pipe()
+	errR, errW, err3 := pipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("the command could not be started: %w", err)
+	}
+	defer closeAll()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("the command could not be started: %w", err)
+	}
+	_, _, _ = inR.Close(), outW.Close(), errW.Close()
+	pgid := cmd.Process.Pid
+	go func() {
+		_, _ = inW.Write(body) // fails (EPIPE) when the command exits without reading it all
+		_ = inW.Close()
+	}()
+	var out, errOut capped
+	out.max, errOut.max = maxAnswer, 2<<10
+	var readers sync.WaitGroup
+	readers.Go(func() { _, _ = io.Copy(&out, outR) })
+	readers.Go(func() { _, _ = io.Copy(&errOut, errR) })
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		err = <-waited
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL) // what it left in its group
+	read := make(chan struct{})
+	go func() { readers.Wait(); close(read) }()
+	linger := time.NewTimer(time.Second)
+	defer linger.Stop()
+	select {
+	case <-read:
+	case <-linger.C: // a child that left the group (setsid) still holds a pipe
+	case <-ctx.Done():
+	}
+	_, _ = outR.Close(), errR.Close()
+	<-read
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
 		msg := cutText(strings.TrimSpace(errOut.String()), 500)
 		if msg != "" {
 			return nil, fmt.Errorf("the command failed (%v): %s", err, msg)

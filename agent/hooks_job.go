@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -28,6 +29,14 @@ type hookWorker struct {
 	h *hooks
 }
 
+// Timeout bounds one attempt: longer than the longest a hook may take
+// (the queue's default, 5 minutes, would cut a 300 s hook short, and the
+// attempt would end without recording its outcome), shorter than the
+// queue's rescue of stuck jobs (JobTimeout + 1 min).
+func (w *hookWorker) Timeout(*river.Job[HookDeliveryArgs]) time.Duration {
+	return maxHookTimeout + 30*time.Second
+}
+
 // NextRetry doubles the wait from RetryBackoff, up to 5 minutes.
 func (w *hookWorker) NextRetry(job *river.Job[HookDeliveryArgs]) time.Time {
 	wait := w.h.cfg.RetryBackoff
@@ -41,8 +50,12 @@ func (w *hookWorker) NextRetry(job *river.Job[HookDeliveryArgs]) time.Time {
 // given up is not made again, and the event's id is the same on every
 // attempt, so a receiver that got it twice (its answer was lost) can tell.
 func (w *hookWorker) Work(ctx context.Context, job *river.Job[HookDeliveryArgs]) error {
-	h := w.h
-	d, err := h.store.HookDeliveryByID(ctx, job.Args.Delivery)
+	return w.h.deliver(ctx, job.Args.Delivery, job.Attempt >= job.MaxAttempts)
+}
+
+// deliver makes one attempt at a delivery; last: no attempt follows.
+func (h *hooks) deliver(ctx context.Context, id int64, last bool) error {
+	d, err := h.store.HookDeliveryByID(ctx, id)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil // its run or its hook was deleted
 	}
@@ -60,11 +73,32 @@ func (w *hookWorker) Work(ctx context.Context, job *river.Job[HookDeliveryArgs])
 		_, err := h.store.HookAttempted(ctx, d.ID, false, true, gone, 0)
 		return err
 	}
-	_, sendErr := h.send.send(ctx, t, d.Event, d.EventID, []byte(d.Body))
+	var sendErr error
+	release, ok := func() {}, true
+	if t.ws != 0 {
+		release, ok = h.take(ctx, t.ws)
+	}
+	if ok {
+		_, sendErr = h.send.send(ctx, t, d.Event, d.EventID, []byte(d.Body))
+		release()
+	} else if ctx.Err() == nil {
+		// Its workspace's other deliveries have held their share of the
+		// workers all this while: this attempt fails, and the retries'
+		// backoff spaces the rest (a receiver that never answers has
+		// its deliveries given up, instead of piling up).
+		sendErr = fmt.Errorf("not sent: %d deliveries of this workspace's hooks were under way for %s", wsInFlight, wsWait)
+	} else {
+		sendErr = ctx.Err()
+	}
 	if sendErr != nil && ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The server is stopping: the attempt did not happen, and
+			// is made again at once by the next instance.
+			return river.JobSnooze(0)
+		}
 		return ctx.Err()
 	}
-	givenUp := sendErr != nil && job.Attempt >= job.MaxAttempts
+	givenUp := sendErr != nil && last
 	errText := ""
 	if sendErr != nil {
 		errText = sendErr.Error()
@@ -125,7 +159,7 @@ func (h *hooks) trace(ctx context.Context, d db.HookDelivery, t target, givenUp 
 		}
 		return
 	}
-	if d.DeliveredAt != nil {
+	if d.DeliveredAt != nil || slices.Contains(quietEvents, d.Event) {
 		return
 	}
 	ended, err := h.store.RunEnded(ctx, *d.RunID)

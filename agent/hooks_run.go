@@ -117,7 +117,7 @@ func (x *run) loadHooks(ctx context.Context) error {
 
 func workspaceTarget(h db.WorkspaceHook) target {
 	return target{key: fmt.Sprintf("workspace:%d", h.ID), event: h.Event, url: h.URL, secret: h.Secret,
-		timeout: time.Duration(h.TimeoutMS) * time.Millisecond, wsHook: h.ID}
+		timeout: time.Duration(h.TimeoutMS) * time.Millisecond, wsHook: h.ID, ws: h.WorkspaceID}
 }
 
 func (x *run) hooked(event string) bool {
@@ -142,13 +142,27 @@ func (x *run) payload(event string) HookPayload {
 // delivers it. It never waits on a receiver, and a failure to queue it is
 // logged, never the run's.
 func (x *run) emit(ctx context.Context, p HookPayload) {
-	if !x.hooked(p.Event) || x.a.hooks.jobs == nil {
+	ds := x.deliveries(p)
+	if len(ds) == 0 {
 		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := x.a.hooks.enqueue(wctx, ds, 0); err != nil {
+		slog.Warn("queue hook deliveries", "run", x.r.ID, "event", p.Event, "err", err)
+	}
+}
+
+// deliveries are an event's for every hook that takes it (none when no
+// hook does, or there is no job queue to deliver them).
+func (x *run) deliveries(p HookPayload) []db.HookDelivery {
+	if !x.hooked(p.Event) || x.a.hooks.jobs == nil {
+		return nil
 	}
 	body, err := json.Marshal(p)
 	if err != nil {
 		slog.Warn("hook payload", "run", x.r.ID, "err", err)
-		return
+		return nil
 	}
 	var ds []db.HookDelivery
 	for _, t := range x.hk.targets {
@@ -156,11 +170,16 @@ func (x *run) emit(ctx context.Context, p HookPayload) {
 			ds = append(ds, x.delivery(t, p, body))
 		}
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := x.a.hooks.enqueue(wctx, ds, 0); err != nil {
-		slog.Warn("queue hook deliveries", "run", x.r.ID, "event", p.Event, "err", err)
+	return ds
+}
+
+// withDeliveries is the checkpoint to save with a step, with ds put in
+// the outbox in the same transaction.
+func (x *run) withDeliveries(ds []db.HookDelivery) any {
+	if len(ds) == 0 {
+		return x.cp
 	}
+	return db.WithDeliveries{Checkpoint: x.cp, Deliveries: ds, Enqueue: x.a.hooks.insertJob(context.Background(), 0)}
 }
 
 func (x *run) delivery(t target, p HookPayload, body []byte) db.HookDelivery {
@@ -293,19 +312,23 @@ func (x *run) toolRunning(p *pendingCall) {
 	x.hk.mu.Unlock()
 }
 
-// toolEnd emits tool_execution_end for a call whose start went out.
-func (x *run) toolEnd(ctx context.Context, s db.Step, p pendingCall, status string, res Result, errText, reason string) {
+// toolEnd is the deliveries of tool_execution_end for a call whose start
+// went out, to record with the call's result (finishCall).
+func (x *run) toolEnd(s db.Step, p pendingCall, status string, res Result, errText, reason string) []db.HookDelivery {
 	if !x.hk.started[s.ID] && !p.Started {
-		return
+		return nil
 	}
 	delete(x.hk.started, s.ID)
+	if !x.hooked(EventToolExecutionEnd) {
+		return nil
+	}
 	ev := x.payload(EventToolExecutionEnd)
 	ev.Tool, ev.CallID, ev.Arguments = p.Name, p.ID, callArgs(p.Args)
 	ev.Result = &HookResult{Status: status, Output: cutText(res.Output, hookMaxOutput), Error: errText, Reason: reason}
 	if status == db.StepOK {
 		ev.Result.Changes = res.Changes
 	}
-	x.emit(ctx, ev)
+	return x.deliveries(ev)
 }
 
 // turnStart opens a model turn: turn_start and message_start.
@@ -360,6 +383,13 @@ func (x *run) turnEnd(ctx context.Context) {
 	x.reportHookFailures(ctx)
 }
 
+// quietEvents are the events whose failed deliveries the trace does not
+// show: the throttled updates, one a second while a model streams or a
+// tool runs — a receiver that is down would add a step a second. Their
+// hook's failures show in the other events' steps; their deliveries are
+// retried all the same.
+var quietEvents = []string{EventMessageUpdate, EventToolExecutionUpdate}
+
 // reportHookFailures adds a trace step for each of the run's failed
 // deliveries not yet shown (the job updates it as it retries). Only the
 // run adds steps while it is active, so steps stay in one order.
@@ -368,7 +398,7 @@ func (x *run) reportHookFailures(ctx context.Context) {
 		return
 	}
 	wctx := context.WithoutCancel(ctx)
-	fails, err := x.a.store.UnreportedHookFailures(wctx, x.r.ID)
+	fails, err := x.a.store.UnreportedHookFailures(wctx, x.r.ID, quietEvents)
 	if err != nil {
 		slog.Warn("hook failures", "run", x.r.ID, "err", err)
 		return
@@ -434,6 +464,44 @@ type hooks struct {
 	send  *sender
 	store Store
 	jobs  Jobs
+
+	mu    sync.Mutex
+	slots map[int64]chan struct{} // per workspace: its deliveries being made by this instance's job
+}
+
+// wsInFlight is how many deliveries of one workspace's hooks this
+// instance's job makes at once; another waits up to wsWait for its turn,
+// then fails (and is retried with the backoff), so that a receiver that
+// never answers holds at most this many of the queue's workers, and
+// other workspaces' hooks go on. A burst of events to a receiver that
+// answers (several a second) waits its turn without failing.
+const (
+	wsInFlight = 2
+	wsWait     = 2 * time.Second
+)
+
+// take waits for a slot of workspace ws (false: none came within wsWait,
+// or ctx ended); release gives it back.
+func (h *hooks) take(ctx context.Context, ws int64) (release func(), ok bool) {
+	h.mu.Lock()
+	if h.slots == nil {
+		h.slots = map[int64]chan struct{}{}
+	}
+	c := h.slots[ws]
+	if c == nil {
+		c = make(chan struct{}, wsInFlight)
+		h.slots[ws] = c
+	}
+	h.mu.Unlock()
+	t := time.NewTimer(wsWait)
+	defer t.Stop()
+	select {
+	case c <- struct{}{}:
+		return func() { <-c }, true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil, false
 }
 
 // Jobs is the job queue (internal/jobs) as hook deliveries use it.
@@ -442,22 +510,39 @@ type Jobs interface {
 	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) error
 }
 
-// HookQueue is the job queue hook deliveries run in: a queue of their own,
-// so that a slow receiver never holds up ingestion or media.
+// HookQueue is the job queue the administrator's hook deliveries run in:
+// a queue of their own, so that a slow receiver never holds up ingestion
+// or media.
 const HookQueue = "hooks"
+
+// WorkspaceHookQueue is the queue of workspaces' hook deliveries: apart
+// from the administrator's, so that a user's receiver that never answers
+// (each delivery holding a worker up to its 60 s timeout) cannot hold up
+// the administrator's audit.
+const WorkspaceHookQueue = "hooks_workspace"
 
 // enqueue puts deliveries in the outbox, each with its job (after delay).
 func (h *hooks) enqueue(ctx context.Context, ds []db.HookDelivery, delay time.Duration) error {
 	if len(ds) == 0 || h.jobs == nil {
 		return nil
 	}
-	opts := &river.InsertOpts{Queue: HookQueue, MaxAttempts: h.cfg.Attempts}
-	if delay > 0 {
-		opts.ScheduledAt = time.Now().Add(delay)
-	}
-	return h.store.AddHookDeliveries(ctx, ds, func(tx pgx.Tx, d db.HookDelivery) error {
+	return h.store.AddHookDeliveries(ctx, ds, h.insertJob(ctx, delay))
+}
+
+// insertJob inserts a delivery's job in the outbox's transaction.
+func (h *hooks) insertJob(ctx context.Context, delay time.Duration) func(tx pgx.Tx, d db.HookDelivery) error {
+	return func(tx pgx.Tx, d db.HookDelivery) error {
+		// An attempt already made (the waited-for tool_execution_start)
+		// counts towards the delivery's attempts.
+		opts := &river.InsertOpts{Queue: HookQueue, MaxAttempts: max(1, h.cfg.Attempts-d.Attempts)}
+		if d.WorkspaceHookID != nil {
+			opts.Queue = WorkspaceHookQueue
+		}
+		if delay > 0 {
+			opts.ScheduledAt = time.Now().Add(delay)
+		}
 		return h.jobs.InsertTx(ctx, tx, HookDeliveryArgs{Delivery: d.ID}, opts)
-	})
+	}
 }
 
 // failureData is the trace step of a delivery that failed.

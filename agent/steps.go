@@ -133,7 +133,13 @@ func (x *run) saveCheckpoint(ctx context.Context, s db.Step) error {
 }
 
 func (x *run) updateStep(ctx context.Context, s db.Step, status string, data db.StepData) (db.Step, error) {
-	s, err := x.a.store.UpdateStep(context.WithoutCancel(ctx), s.ID, status, data, x.cp)
+	return x.updateStepWith(ctx, s, status, data, nil)
+}
+
+// updateStepWith is updateStep, with hook deliveries put in the outbox
+// in the same transaction.
+func (x *run) updateStepWith(ctx context.Context, s db.Step, status string, data db.StepData, ds []db.HookDelivery) (db.Step, error) {
+	s, err := x.a.store.UpdateStep(context.WithoutCancel(ctx), s.ID, status, data, x.withDeliveries(ds))
 	if err == nil {
 		x.h.Stepped()
 	}

@@ -137,6 +137,9 @@ func (d *DB) AddStep(ctx context.Context, run int64, kind, status string, data S
 		if err != nil {
 			return err
 		}
+		if checkpoint, err = outboxed(ctx, tx, checkpoint); err != nil {
+			return err
+		}
 		if f, ok := checkpoint.(StepCheckpoint); ok {
 			checkpoint = f(s)
 		}
@@ -146,6 +149,13 @@ func (d *DB) AddStep(ctx context.Context, run int64, kind, status string, data S
 }
 
 func insertStep(ctx context.Context, q querier, run int64, kind, status string, data StepData) (Step, error) {
+	// The run's row is locked first, so that two writers (the run, and a
+	// hook delivery's job once the run ended or while it is resumed) take
+	// seq one after the other instead of colliding on the same max + 1.
+	// It must be called in a transaction.
+	if _, err := q.Exec(ctx, "SELECT 1 FROM runs WHERE id = $1 FOR NO KEY UPDATE", run); err != nil {
+		return Step{}, err
+	}
 	rows, err := q.Query(ctx, `INSERT INTO run_steps (run_id, seq, kind, status, data)
 		VALUES ($1, (SELECT COALESCE(max(seq), 0) + 1 FROM run_steps WHERE run_id = $1), $2, $3, $4)
 		RETURNING `+stepCols, run, kind, status, data)
@@ -174,6 +184,9 @@ func (d *DB) UpdateStep(ctx context.Context, step int64, status string, data Ste
 			return err
 		}
 		if s, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Step]); err != nil {
+			return err
+		}
+		if checkpoint, err = outboxed(ctx, tx, checkpoint); err != nil {
 			return err
 		}
 		return saveCheckpoint(ctx, tx, s.RunID, checkpoint)

@@ -33,12 +33,35 @@ func (d *DB) WorkspaceHooks(ctx context.Context, user, workspace int64) ([]Works
 	return pgx.CollectRows(rows, pgx.RowToStructByName[WorkspaceHook])
 }
 
+// MaxWorkspaceHooks is how many hooks a workspace may have: each is
+// delivered every event it takes (a POST to wherever its owner chose, a
+// row in the outbox), and a policy hook is waited for before each call.
+const MaxWorkspaceHooks = 10
+
+// ErrHookLimit is a hook added to a workspace that has MaxWorkspaceHooks.
+var ErrHookLimit = errors.New("db: the workspace has as many hooks as it may")
+
 // AddWorkspaceHook adds a hook to one of the user's workspaces (ErrNotFound
-// when it is not theirs).
+// when it is not theirs, ErrHookLimit when it has MaxWorkspaceHooks).
 func (d *DB) AddWorkspaceHook(ctx context.Context, user int64, h WorkspaceHook) (WorkspaceHook, error) {
-	return oneRow[WorkspaceHook](ctx, d.q(), `INSERT INTO workspace_hooks (workspace_id, event, url, secret, timeout_ms)
-		SELECT w.id, $3, $4, $5, $6 FROM workspaces w WHERE w.id = $1 AND w.owner_id = $2
-		RETURNING `+workspaceHookCols, h.WorkspaceID, user, h.Event, h.URL, h.Secret, h.TimeoutMS)
+	var out WorkspaceHook
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		// The workspace's row is locked, so two adds at once cannot both
+		// take the last place.
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM workspace_hooks WHERE workspace_id = w.id)
+			FROM workspaces w WHERE w.id = $1 AND w.owner_id = $2 FOR UPDATE OF w`, h.WorkspaceID, user).Scan(&n); err != nil {
+			return mapErr(err)
+		}
+		if n >= MaxWorkspaceHooks {
+			return ErrHookLimit
+		}
+		var err error
+		out, err = oneRow[WorkspaceHook](ctx, tx, `INSERT INTO workspace_hooks (workspace_id, event, url, secret, timeout_ms)
+			VALUES ($1, $2, $3, $4, $5) RETURNING `+workspaceHookCols, h.WorkspaceID, h.Event, h.URL, h.Secret, h.TimeoutMS)
+		return err
+	})
+	return out, err
 }
 
 // DeleteWorkspaceHook deletes one of the user's hooks (ErrNotFound when it
@@ -73,31 +96,54 @@ type HookDelivery struct {
 
 const hookDeliveryCols = "id, event_id, event, run_id, hook_key, workspace_hook_id, body, attempts, last_error, step_id, created_at, delivered_at, given_up_at"
 
+// WithDeliveries is a checkpoint (for AddStep and UpdateStep) saved with
+// deliveries put in the outbox in the same transaction, as
+// AddHookDeliveries puts them: a step's outcome and the events that
+// report it are recorded together, or neither (a crash between the two
+// lost the events).
+type WithDeliveries struct {
+	Checkpoint any
+	Deliveries []HookDelivery
+	Enqueue    func(tx pgx.Tx, d HookDelivery) error
+}
+
+// outboxed adds a WithDeliveries' deliveries in tx and returns its
+// checkpoint (any other checkpoint as it is).
+func outboxed(ctx context.Context, tx pgx.Tx, checkpoint any) (any, error) {
+	w, ok := checkpoint.(WithDeliveries)
+	if !ok {
+		return checkpoint, nil
+	}
+	return w.Checkpoint, addHookDeliveries(ctx, tx, w.Deliveries, w.Enqueue)
+}
+
 // AddHookDeliveries puts deliveries in the outbox and, in the same
 // transaction, calls enqueue for each (the job that makes it): a delivery
 // exists if and only if its job does. A delivery already there (the same
 // event for the same hook) is kept as it is.
 func (d *DB) AddHookDeliveries(ctx context.Context, ds []HookDelivery, enqueue func(tx pgx.Tx, d HookDelivery) error) error {
-	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
-		for _, h := range ds {
-			rows, err := tx.Query(ctx, `INSERT INTO hook_deliveries (event_id, event, run_id, hook_key, workspace_hook_id, body, attempts, last_error, step_id)
+	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error { return addHookDeliveries(ctx, tx, ds, enqueue) }))
+}
+
+func addHookDeliveries(ctx context.Context, tx pgx.Tx, ds []HookDelivery, enqueue func(tx pgx.Tx, d HookDelivery) error) error {
+	for _, h := range ds {
+		rows, err := tx.Query(ctx, `INSERT INTO hook_deliveries (event_id, event, run_id, hook_key, workspace_hook_id, body, attempts, last_error, step_id)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (event_id, hook_key) DO NOTHING RETURNING `+hookDeliveryCols,
-				h.EventID, h.Event, h.RunID, h.HookKey, h.WorkspaceHookID, h.Body, h.Attempts, h.LastError, h.StepID)
-			if err != nil {
+			h.EventID, h.Event, h.RunID, h.HookKey, h.WorkspaceHookID, h.Body, h.Attempts, h.LastError, h.StepID)
+		if err != nil {
+			return err
+		}
+		added, err := pgx.CollectRows(rows, pgx.RowToStructByName[HookDelivery])
+		if err != nil {
+			return err
+		}
+		for _, a := range added {
+			if err := enqueue(tx, a); err != nil {
 				return err
-			}
-			added, err := pgx.CollectRows(rows, pgx.RowToStructByName[HookDelivery])
-			if err != nil {
-				return err
-			}
-			for _, a := range added {
-				if err := enqueue(tx, a); err != nil {
-					return err
-				}
 			}
 		}
-		return nil
-	}))
+	}
+	return nil
 }
 
 // HookDeliveryByID returns a delivery of the outbox.
@@ -127,10 +173,11 @@ func (d *DB) HookAttempted(ctx context.Context, id int64, delivered, givenUp boo
 }
 
 // UnreportedHookFailures lists a run's deliveries that failed and are not
-// yet shown in its trace.
-func (d *DB) UnreportedHookFailures(ctx context.Context, run int64) ([]HookDelivery, error) {
+// yet shown in its trace, but for those of the events in quiet.
+func (d *DB) UnreportedHookFailures(ctx context.Context, run int64, quiet []string) ([]HookDelivery, error) {
 	rows, err := d.q().Query(ctx, "SELECT "+hookDeliveryCols+` FROM hook_deliveries
-		WHERE run_id = $1 AND attempts > 0 AND delivered_at IS NULL AND step_id IS NULL ORDER BY id`, run)
+		WHERE run_id = $1 AND attempts > 0 AND delivered_at IS NULL AND step_id IS NULL
+			AND NOT (event = ANY($2::text[])) ORDER BY id`, run, append([]string{}, quiet...))
 	if err != nil {
 		return nil, err
 	}
@@ -155,8 +202,12 @@ func (d *DB) RunEnded(ctx context.Context, run int64) (bool, error) {
 }
 
 // PruneHookDeliveries deletes the deliveries made or given up before
-// before, and returns how many.
+// before, and those neither made nor given up but created a week before
+// that (their job ended without recording an outcome: its last attempt
+// was interrupted by a shutdown or timed out, or discarded by the queue's
+// rescuer), and returns how many.
 func (d *DB) PruneHookDeliveries(ctx context.Context, before time.Time) (int64, error) {
-	tag, err := d.q().Exec(ctx, `DELETE FROM hook_deliveries WHERE delivered_at < $1 OR given_up_at < $1`, before)
+	tag, err := d.q().Exec(ctx, `DELETE FROM hook_deliveries WHERE delivered_at < $1 OR given_up_at < $1
+		OR created_at < $1 - interval '7 days'`, before)
 	return tag.RowsAffected(), err
 }

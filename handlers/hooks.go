@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -73,7 +74,7 @@ func (h *hookPages) create(w http.ResponseWriter, r *http.Request) {
 	p := views.HooksPage{Workspace: ws, FormEvent: event, FormURL: rawURL}
 	timeout := 10.0
 	if v := r.PostForm.Get("timeout"); v != "" {
-		if timeout, err = strconv.ParseFloat(v, 64); err != nil || timeout < 0.1 || timeout > 60 {
+		if timeout, err = strconv.ParseFloat(v, 64); err != nil || !(timeout >= 0.1 && timeout <= 60) { // NaN too
 			p.Error = "The timeout must be a number of seconds from 0.1 to 60."
 		}
 	}
@@ -94,6 +95,11 @@ func (h *hookPages) create(w http.ResponseWriter, r *http.Request) {
 	}
 	hk, err := h.store.AddWorkspaceHook(r.Context(), u.ID, db.WorkspaceHook{WorkspaceID: ws.ID, Event: event, URL: rawURL,
 		Secret: "whsec_" + rand.Text(), TimeoutMS: int(timeout * 1000)})
+	if errors.Is(err, db.ErrHookLimit) {
+		p.Error = fmt.Sprintf("A workspace has at most %d hooks: remove one first.", db.MaxWorkspaceHooks)
+		h.render(w, r, http.StatusUnprocessableEntity, u.ID, p)
+		return
+	}
 	if err != nil {
 		storeError(w, r, err)
 		return

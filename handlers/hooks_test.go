@@ -323,13 +323,29 @@ func TestAHookThatTimesOutOrFailsNeverStopsTheRunAndShowsInTheTrace(t *testing.T
 		return db.Step{}, false
 	}
 	s, ok := hookStep(agent.EventToolExecutionStart)
-	if !ok || s.Status != db.StepError || !strings.Contains(s.Data.Error, "no answer within 300ms") || !strings.Contains(s.Data.Output, "/policy") {
+	if !ok || s.Status != db.StepError || !strings.Contains(s.Data.Error, "no answer within 300ms") || s.Data.Output != "POST "+hang.URL {
 		t.Errorf("the timed-out hook's step = %v %s %+v", ok, s.Status, s.Data)
 	}
 	// The failed agent_end delivery is retried, then given up, and shows.
 	testwait.For(t, "the failed agent_end delivery in the trace", 20*time.Second, func() bool {
 		s, ok := hookStep(agent.EventAgentEnd)
 		return ok && strings.Contains(s.Data.Error, "given up") && strings.Contains(s.Data.Error, "broken receiver")
+	})
+	// The waited-for attempt counts: 5 attempts in all, as configured.
+	testwait.For(t, "the policy hook's delivery given up", 20*time.Second, func() bool {
+		ds, err := e.app.Store.HookDeliveries(context.Background(), run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.Event == agent.EventToolExecutionStart && d.GivenUpAt != nil {
+				if d.Attempts != 5 {
+					t.Errorf("the policy hook's delivery was given up after %d attempts, want 5", d.Attempts)
+				}
+				return true
+			}
+		}
+		return false
 	})
 	page := e.c.Get(fmt.Sprintf("/t/%d", thread)).Body
 	for _, want := range []string{`data-testid="hook" data-event="tool_execution_start" data-status="error"`,
@@ -397,6 +413,12 @@ func TestAWorkspaceHookIsItsOwnersAndReachesNoPrivateAddress(t *testing.T) {
 	if r.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("an unknown event: %d", r.StatusCode)
 	}
+	for _, bad := range []string{"NaN", "Inf", "0", "61"} {
+		r = e.c.Post("/tools/hooks", url.Values{"workspace_id": {fmt.Sprint(e.ws.ID)}, "event": {"*"}, "url": {"https://example.com/h"}, "timeout": {bad}})
+		if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "The timeout must be") {
+			t.Errorf("a timeout of %s: %d", bad, r.StatusCode)
+		}
+	}
 	e.addHook(agent.EventTurnEnd, "https://example.com/mine")
 	hooks, err := e.app.Store.WorkspaceHooks(context.Background(), e.user.ID, e.ws.ID)
 	if err != nil || len(hooks) != 1 {
@@ -424,6 +446,14 @@ func TestAWorkspaceHookIsItsOwnersAndReachesNoPrivateAddress(t *testing.T) {
 	}
 	if r := e.c.Post(fmt.Sprintf("/tools/hooks/%d/delete", hooks[0].ID), nil); r.StatusCode != http.StatusSeeOther {
 		t.Errorf("the owner deleting the hook: %d", r.StatusCode)
+	}
+	// Each hook is a POST for every event it takes: a workspace has few.
+	for i := range db.MaxWorkspaceHooks {
+		e.addHook("*", fmt.Sprintf("https://example.com/%d", i))
+	}
+	r = e.c.Post("/tools/hooks", url.Values{"workspace_id": {fmt.Sprint(e.ws.ID)}, "event": {"*"}, "url": {"https://example.com/more"}})
+	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "at most 10 hooks") {
+		t.Errorf("a hook past the limit: %d", r.StatusCode)
 	}
 }
 
@@ -461,5 +491,145 @@ func TestARunAdoptedAfterARestartSaysItIsResumedAndEndsOnce(t *testing.T) {
 	}
 	if len(starts) != 2 || starts[0] == starts[1] || ends != 1 {
 		t.Errorf("agent_start resumed = %v, agent_end ×%d: want one new start, one resumed start and one end", starts, ends)
+	}
+}
+
+func TestAReceiverThatIsDownShowsInTheTraceOncePerEventNotOncePerStreamedUpdate(t *testing.T) {
+	t.Parallel()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(down.Close)
+	e := newAgentEnv(t, testenv.Options{Agent: agent.Config{Hooks: agent.HooksConfig{
+		Hooks: []agent.Hook{{Event: "*", URL: down.URL}}, RetryBackoff: 50 * time.Millisecond, Attempts: 4}}})
+	thread := e.start("Just answer.")
+	run, _ := e.finished(thread)
+	var ds []db.HookDelivery
+	testwait.For(t, "every delivery given up, and shown unless it is an update", 20*time.Second, func() bool {
+		var err error
+		if ds, err = e.app.Store.HookDeliveries(context.Background(), run.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.GivenUpAt == nil || (d.StepID == nil && d.Event != agent.EventMessageUpdate) {
+				return false
+			}
+		}
+		return len(ds) > 0
+	})
+	n := byEventDeliveries(ds)
+	if n[agent.EventMessageUpdate] == 0 || n[agent.EventMessageEnd] != 1 {
+		t.Fatalf("deliveries %v", n)
+	}
+	shown := map[string]int{}
+	for _, s := range e.steps(run.ID) {
+		if s.Kind == db.StepHook {
+			shown[s.Data.Content]++
+		}
+	}
+	if shown[agent.EventMessageUpdate] != 0 {
+		t.Errorf("the trace shows %d failed message_update deliveries (one a second while the model streams)", shown[agent.EventMessageUpdate])
+	}
+	if shown[agent.EventMessageEnd] != 1 || shown[agent.EventAgentEnd] != 1 {
+		t.Errorf("the trace shows %v: the receiver's failures still show once per other event", shown)
+	}
+}
+
+func byEventDeliveries(ds []db.HookDelivery) map[string]int {
+	n := map[string]int{}
+	for _, d := range ds {
+		n[d.Event]++
+	}
+	return n
+}
+
+func TestAWorkspaceReceiverThatNeverAnswersDoesNotHoldUpTheAdministratorsHooks(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hang.Close)
+	dir := t.TempDir()
+	e := newAgentEnv(t, testenv.Options{Agent: agent.Config{Hooks: agent.HooksConfig{
+		Hooks: []agent.Hook{{Event: agent.EventAgentEnd, Command: []string{"/bin/sh", "-c", `cat > "$0/$$.json"`, dir}}},
+		Allow: []string{"127.0.0.1"}}}})
+	t.Cleanup(func() { close(release) })
+	// A user's hook on every event whose receiver holds each delivery for
+	// its whole timeout.
+	r := e.c.Post("/tools/hooks", url.Values{"workspace_id": {fmt.Sprint(e.ws.ID)}, "event": {"*"}, "url": {hang.URL}, "timeout": {"60"}})
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("add the hook: %d", r.StatusCode)
+	}
+	thread := e.start("Just answer.")
+	if run, _ := e.finished(thread); run.Status != db.RunCompleted {
+		t.Fatalf("run %s (%s)", run.Status, run.Error)
+	}
+	testwait.For(t, "the administrator's agent_end while the user's receiver holds its deliveries", 20*time.Second, func() bool {
+		return hasEvent(commandPayloads(t, dir), agent.EventAgentEnd)
+	})
+}
+
+func TestAWorkspaceReceiverThatNeverAnswersHoldsFewWorkersAndOtherWorkspacesHooksGoOn(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hang.Close)
+	rec := newHookReceiver(t, nil)
+	e := newAgentEnv(t, testenv.Options{Agent: agent.Config{Hooks: agent.HooksConfig{Allow: []string{"127.0.0.1"}}}})
+	t.Cleanup(func() { close(release) })
+	r := e.c.Post("/tools/hooks", url.Values{"workspace_id": {fmt.Sprint(e.ws.ID)}, "event": {"*"}, "url": {hang.URL}, "timeout": {"60"}})
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("add the hook: %d", r.StatusCode)
+	}
+	if run, _ := e.finished(e.start("Just answer.")); run.Status != db.RunCompleted {
+		t.Fatalf("run %s (%s)", run.Status, run.Error)
+	}
+	testwait.For(t, "the user's receiver holding deliveries", 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return inFlight >= 2
+	})
+	// Another user, another workspace: its hook is delivered meanwhile.
+	c := testenv.NewClient(t, e.app.TS.URL)
+	c.Register("other-hooks@example.com", password)
+	u, err := e.app.Store.UserByEmail(context.Background(), "other-hooks@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := e.app.Store.DefaultWorkspace(context.Background(), u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &agentEnv{t: t, app: e.app, c: c, user: u, ws: ws, root: e.app.Agent.Root(ws)}
+	o.addHook(agent.EventAgentEnd, rec.URL)
+	if run, _ := o.finished(o.start("Just answer.")); run.Status != db.RunCompleted {
+		t.Fatalf("the other run %s (%s)", run.Status, run.Error)
+	}
+	testwait.For(t, "the other workspace's agent_end while the first receiver holds its deliveries", 20*time.Second, func() bool {
+		return hasEvent(rec.payloads(), agent.EventAgentEnd)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if most > 2 {
+		t.Errorf("one workspace's receiver held %d workers at once", most)
 	}
 }

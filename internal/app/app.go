@@ -100,6 +100,9 @@ func New(store *db.DB, cfg Config) (*App, error) {
 		rag.Queue:       cfg.RAG.Workers,
 		media.Queue:     cfg.Media.Workers,
 		agent.HookQueue: 2,
+		// Workspaces' receivers are anyone's: one that never answers
+		// holds a worker for its timeout.
+		agent.WorkspaceHookQueue: 6,
 	}})
 	if err != nil {
 		return nil, err
