@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -390,11 +391,12 @@ func (s *sender) run(ctx context.Context, t target, event, id string, body []byt
 		return nil, ctx.Err()
 	}
 	if err != nil {
-		msg := cutText(strings.TrimSpace(errOut.String()), 500)
-		if msg != "" {
-			return nil, fmt.Errorf("the command failed (%v): %s", err, msg)
+		// What the command wrote on stderr may hold the administrator's
+		// paths or secrets: it goes to the log, the trace gets the status.
+		if msg := cutText(strings.TrimSpace(errOut.String()), 500); msg != "" {
+			slog.Warn("hooks: a command hook failed", "err", err, "stderr", msg)
 		}
-		return nil, fmt.Errorf("the command failed (%v)", err)
+		return nil, fmt.Errorf("the command failed (%v); its output is in the server's log", err)
 	}
 	return out.Bytes(), nil
 }
