@@ -329,8 +329,11 @@ func TestAHookThatTimesOutOrFailsNeverStopsTheRunAndShowsInTheTrace(t *testing.T
 	// The failed agent_end delivery is retried, then given up, and shows.
 	testwait.For(t, "the failed agent_end delivery in the trace", 20*time.Second, func() bool {
 		s, ok := hookStep(agent.EventAgentEnd)
-		return ok && strings.Contains(s.Data.Error, "given up") && strings.Contains(s.Data.Error, "broken receiver")
+		return ok && strings.Contains(s.Data.Error, "given up") && strings.Contains(s.Data.Error, "exit status 3")
 	})
+	if s, _ := hookStep(agent.EventAgentEnd); strings.Contains(s.Data.Error, "broken receiver") {
+		t.Errorf("the trace shows the command hook's stderr: %q", s.Data.Error)
+	}
 	// The waited-for attempt counts: 5 attempts in all, as configured.
 	testwait.For(t, "the policy hook's delivery given up", 20*time.Second, func() bool {
 		ds, err := e.app.Store.HookDeliveries(context.Background(), run.ID)
@@ -349,7 +352,7 @@ func TestAHookThatTimesOutOrFailsNeverStopsTheRunAndShowsInTheTrace(t *testing.T
 	})
 	page := e.c.Get(fmt.Sprintf("/t/%d", thread)).Body
 	for _, want := range []string{`data-testid="hook" data-event="tool_execution_start" data-status="error"`,
-		`data-testid="hook" data-event="agent_end" data-status="error"`, "broken receiver"} {
+		`data-testid="hook" data-event="agent_end" data-status="error"`, "exit status 3"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the thread page lacks %s", want)
 		}
