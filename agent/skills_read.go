@@ -121,7 +121,7 @@ func readSkillFile(dir *os.Root, rel string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	tooBig := Errorf("%s is over the 64 KiB limit of a skill file.", rel)
+	tooBig := Errorf("%s is over the %d KiB limit of a skill file.", rel, maxSkillBytes>>10)
 	if fi.Size() > maxSkillBytes {
 		return nil, tooBig
 	}

@@ -129,7 +129,7 @@ func TestHostileSkillsAreListedWithWhyAndNeverLeaveTheirFolder(t *testing.T) {
 	}
 	want := map[string]string{ // name → a part of its problem ("" valid)
 		"good": "", "shared": "", "off": "", "long": "",
-		"huge":      "over the 64 KiB limit",
+		"huge":      "over the 256 KiB limit",
 		"bare":      "does not start with a front matter block",
 		"misnamed":  `names it "other", but its folder is "misnamed"`,
 		"nodesc":    "no description",
@@ -198,7 +198,7 @@ func TestHostileSkillsAreListedWithWhyAndNeverLeaveTheirFolder(t *testing.T) {
 		{Args{"name": "off"}, "disabled in this workspace"},
 		{Args{"name": "nope"}, "no skill named"},
 		{Args{"name": "../good"}, "no skill named"},
-		{Args{"name": "huge"}, "over the 64 KiB limit"},
+		{Args{"name": "huge"}, "over the 256 KiB limit"},
 		{Args{"name": "linked"}, "cannot be used"},
 		{Args{"name": "escape"}, "symbolic link"},
 		{Args{"name": "good", "file": "../huge/SKILL.md"}, "inside the skill's folder"},
