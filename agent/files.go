@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -132,6 +133,87 @@ func notConfig(rel string) error {
 		return Errorf("%s holds the workspace's skills and settings: the agent does not change it; ask the user to", configDir)
 	}
 	return nil
+}
+
+// changeDir opens the folder of rel, a path the tools are about to change,
+// and returns it with rel's last element. notConfig alone reads the path
+// as given, but the tools follow symbolic links that stay in the workspace
+// and a command can leave one (cfg -> .weft): so every folder a change is
+// made in is checked where it really is, as the kernel resolved it, and the
+// change is then made in that very folder (held open). With mkdir, missing
+// folders on the way are made, each in a folder checked first.
+func changeDir(root *os.Root, rel string, mkdir bool) (*os.Root, string, error) {
+	top, err := openPath(root)
+	if err != nil {
+		return nil, "", fmt.Errorf("agent: where is the workspace: %w", err)
+	}
+	dirRel, base := path.Split(rel)
+	dirRel = path.Clean(dirRel)
+	var parts []string
+	if mkdir && dirRel != "." {
+		parts = strings.Split(dirRel, "/")
+	}
+	dir, err := root.OpenRoot(".")
+	if err != nil {
+		return nil, "", fileError(rel, err)
+	}
+	for i, name := range parts {
+		if err := notConfigIn(top, dir, name); err != nil {
+			dir.Close()
+			return nil, "", err
+		}
+		err := dir.Mkdir(name, 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			if fi, serr := dir.Stat(name); serr == nil && !fi.IsDir() {
+				err = syscall.ENOTDIR
+			} else {
+				err = nil
+			}
+		}
+		dir.Close()
+		if err != nil {
+			return nil, "", fileError(rel, err)
+		}
+		if dir, err = root.OpenRoot(native(path.Join(parts[:i+1]...))); err != nil {
+			return nil, "", fileError(rel, err)
+		}
+	}
+	if !mkdir && dirRel != "." {
+		dir.Close()
+		if dir, err = root.OpenRoot(native(dirRel)); err != nil {
+			return nil, "", fileError(rel, err)
+		}
+	}
+	if err := notConfigIn(top, dir, base); err != nil {
+		dir.Close()
+		return nil, "", err
+	}
+	return dir, base, nil
+}
+
+// notConfigIn refuses name in dir when that is, where dir really is under
+// the workspace top (an absolute path), the configuration folder or in it.
+func notConfigIn(top string, dir *os.Root, name string) error {
+	at, err := openPath(dir)
+	if err != nil {
+		return fmt.Errorf("agent: where is a folder of the workspace: %w", err)
+	}
+	rel, err := filepath.Rel(top, at)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return Errorf("a folder of the workspace moved while the call ran; try again")
+	}
+	return notConfig(path.Join(filepath.ToSlash(rel), name))
+}
+
+// openPath is the absolute path of the folder r is open on, as the kernel
+// has it (every symbolic link resolved).
+func openPath(r *os.Root) (string, error) {
+	f, err := r.Open(".")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
 }
 
 func hasDriveLetter(p string) bool {

@@ -988,3 +988,47 @@ func TestFileToolsNeverChangeTheWorkspacesConfigFolder(t *testing.T) {
 		t.Errorf(".weftish is not the config folder: %v", err)
 	}
 }
+
+// A command may leave symbolic links in the workspace, and the file tools
+// follow links that stay inside it: a link to .weft (or to a folder above
+// it) must not let write_file, edit_file or delete_file change it — not
+// even make an empty folder in it.
+func TestFileToolsNeverChangeTheConfigFolderThroughASymbolicLink(t *testing.T) {
+	t.Parallel()
+	f := setupFiles(t)
+	f.write(t, ".weft/skills/tidy/SKILL.md", "---\nname: tidy\ndescription: Tidy up.\n---\nBe tidy.\n")
+	f.write(t, "sub/keep.txt", "x")
+	f.symlink(t, ".weft", "cfg")
+	f.symlink(t, ".weft/skills", "skills")
+	f.symlink(t, ".", "self")
+	f.symlink(t, "../.weft", "sub/up")
+	before := snapshot(t, f.ws)
+	for _, c := range []struct {
+		tool string
+		args Args
+	}{
+		{"write_file", Args{"path": "cfg/skills/evil/SKILL.md", "content": "---\nname: evil\ndescription: x\n---\n"}},
+		{"write_file", Args{"path": "cfg/skills/tidy/SKILL.md", "content": "changed"}},
+		{"write_file", Args{"path": "skills/evil/SKILL.md", "content": "planted"}},
+		{"write_file", Args{"path": "self/.weft/skills/evil/SKILL.md", "content": "planted"}},
+		{"write_file", Args{"path": "sub/up/skills/evil/SKILL.md", "content": "planted"}},
+		{"write_file", Args{"path": "cfg/new.md", "content": "planted"}},
+		{"edit_file", Args{"path": "cfg/skills/tidy/SKILL.md", "old_text": "Be tidy.", "new_text": "Obey."}},
+		{"edit_file", Args{"path": "skills/tidy/SKILL.md", "old_text": "Be tidy.", "new_text": "Obey."}},
+		{"delete_file", Args{"path": "cfg/skills/tidy/SKILL.md"}},
+		{"delete_file", Args{"path": "sub/up/skills/tidy/SKILL.md"}},
+		{"delete_file", Args{"path": "self/.weft"}},
+	} {
+		_, err := f.call(c.tool, c.args)
+		f.wantToolError(t, err, ".weft holds the workspace's skills and settings")
+	}
+	if after := snapshot(t, f.ws); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a refused change touched the workspace:\nbefore %v\nafter  %v", before, after)
+	}
+	// Links elsewhere in the workspace still work, and .weft stays readable through one.
+	f.mustCall(t, "write_file", Args{"path": "self/sub/new.txt", "content": "ok"})
+	f.mustCall(t, "delete_file", Args{"path": "self/sub/new.txt"})
+	if got := f.mustCall(t, "read_file", Args{"path": "cfg/skills/tidy/SKILL.md"}); !strings.Contains(got.Output, "Be tidy.") {
+		t.Errorf("read through the link: %q", got.Output)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"strings"
 	"syscall"
 )
@@ -49,17 +48,9 @@ func runWriteFile(ctx context.Context, env *Env, args Args) (Result, error) {
 // file and the rename act on that very directory even if its path is
 // swapped for a symbolic link meanwhile. It returns OpCreated or OpModified.
 func writeAtomic(ctx context.Context, root *os.Root, rel string, data []byte) (string, error) {
-	dirRel, base := path.Split(rel)
-	dirRel = path.Clean(dirRel)
-	if err := root.MkdirAll(native(dirRel), 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return "", Errorf("not a directory: a parent of %s is a file", rel)
-		}
-		return "", fileError(rel, err)
-	}
-	dir, err := root.OpenRoot(native(dirRel))
+	dir, base, err := changeDir(root, rel, true)
 	if err != nil {
-		return "", fileError(rel, err)
+		return "", err
 	}
 	defer dir.Close()
 
@@ -181,15 +172,20 @@ func runDeleteFile(ctx context.Context, env *Env, args Args) (Result, error) {
 	}
 	defer root.Close()
 
+	dir, base, err := changeDir(root, rel, false)
+	if err != nil {
+		return Result{}, err
+	}
+	defer dir.Close()
 	// Lstat: a symbolic link is deleted itself, never its target.
-	fi, err := root.Lstat(native(rel))
+	fi, err := dir.Lstat(base)
 	if err != nil {
 		return Result{}, fileError(rel, err)
 	}
 	what := "file"
 	if fi.IsDir() {
 		what = "empty directory"
-		entries, err := fs.ReadDir(root.FS(), rel)
+		entries, err := fs.ReadDir(dir.FS(), base)
 		if err != nil {
 			return Result{}, fileError(rel, err)
 		}
@@ -200,7 +196,7 @@ func runDeleteFile(ctx context.Context, env *Env, args Args) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	if err := root.Remove(native(rel)); err != nil {
+	if err := dir.Remove(base); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			err = syscall.ENOTEMPTY // some systems report a non-empty directory so
 		}

@@ -60,9 +60,12 @@ func TestACallByTheServersToolNameMeansThatOneTool(t *testing.T) {
 		{Name: "docs__lookup", Class: ClassRead},
 		{Name: "docs__echo", Class: ClassRead},
 		{Name: "wiki__echo", Class: ClassRead},
+		// A server's tool named like a built-in never takes its calls.
+		{Name: "evil__read_file", Class: ClassRead},
+		{Name: "evil__ask_user", Class: ClassRead},
 	})
 	for in, want := range map[string]string{
-		"lookup": "docs__lookup", "docs__lookup": "docs__lookup", "read_file": "read_file",
+		"lookup": "docs__lookup", "docs__lookup": "docs__lookup", "read_file": "read_file", ToolAskUser: ToolAskUser,
 		"echo": "echo", "nothing": "nothing", "": "",
 	} {
 		if got := a.canonical(in); got != want {

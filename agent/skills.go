@@ -61,6 +61,7 @@ type SkillRules interface {
 type Skills struct {
 	dir   string // the instance skills folder ("": none)
 	rules SkillRules
+	seen  skillCache
 }
 
 // NewSkills returns the skills of instanceDir (which need not exist) and
@@ -181,10 +182,10 @@ func (s *Skills) policies(ctx context.Context, user, workspace int64) (map[strin
 
 func (s *Skills) list(rules map[string]db.ToolPolicy, root string) []Skill {
 	byName := map[string]Skill{}
-	for _, sk := range scanSkills(s.instance(), SkillInstance) {
+	for _, sk := range s.scanSkills(s.instance(), SkillInstance) {
 		byName[sk.Name] = sk
 	}
-	for _, sk := range scanSkills(workspaceSkills(root), SkillWorkspace) {
+	for _, sk := range s.scanSkills(workspaceSkills(root), SkillWorkspace) {
 		if prev, ok := byName[sk.Name]; ok && prev.Origin == SkillInstance {
 			sk.Overrides = true
 		}

@@ -129,7 +129,7 @@ func TestHostileSkillsAreListedWithWhyAndNeverLeaveTheirFolder(t *testing.T) {
 	}
 	want := map[string]string{ // name → a part of its problem ("" valid)
 		"good": "", "shared": "", "off": "", "long": "",
-		"huge":      "over the 64 KiB limit",
+		"huge":      "over the 256 KiB limit",
 		"bare":      "does not start with a front matter block",
 		"misnamed":  `names it "other", but its folder is "misnamed"`,
 		"nodesc":    "no description",
@@ -198,7 +198,7 @@ func TestHostileSkillsAreListedWithWhyAndNeverLeaveTheirFolder(t *testing.T) {
 		{Args{"name": "off"}, "disabled in this workspace"},
 		{Args{"name": "nope"}, "no skill named"},
 		{Args{"name": "../good"}, "no skill named"},
-		{Args{"name": "huge"}, "over the 64 KiB limit"},
+		{Args{"name": "huge"}, "over the 256 KiB limit"},
 		{Args{"name": "linked"}, "cannot be used"},
 		{Args{"name": "escape"}, "symbolic link"},
 		{Args{"name": "good", "file": "../huge/SKILL.md"}, "inside the skill's folder"},
@@ -268,5 +268,63 @@ func TestSkillsPastTheDescriptionBudgetAreNamedOnly(t *testing.T) {
 	}
 	if !strings.Contains(p, "- More skills (names only): s"+fmt.Sprintf("%02d", described)+", ") || !strings.Contains(p, "s39\n") {
 		t.Errorf("the skills past the budget are not named:\n%s", p[len(p)-300:])
+	}
+}
+
+// The skills list is assembled for every model request, from what each
+// SKILL.md is read to say once per version of the file: an edit in place
+// and a file replaced by another (as editors save) show at once.
+func TestTheSkillsListShowsEachChangeOfASkillAtOnce(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	wsk := filepath.Join(root, filepath.FromSlash(WorkspaceSkillsDir))
+	s := NewSkills("", nil)
+	env := &Env{Root: root}
+	want := func(line string) {
+		t.Helper()
+		if p := s.Prompt(context.Background(), env); !strings.Contains(p, line) {
+			t.Errorf("the list does not say %q:\n%s", line, p)
+		}
+	}
+	writeSkill(t, wsk, "tidy", "---\ndescription: First version.\n---\nBody.\n")
+	want("- tidy: First version.")
+	want("- tidy: First version.")
+	writeSkill(t, wsk, "tidy", "---\ndescription: Edited in place, longer.\n---\nBody.\n")
+	want("- tidy: Edited in place, longer.")
+	// Same size, another file renamed over it.
+	tmp := filepath.Join(wsk, "tidy", "SKILL.md.new")
+	if err := os.WriteFile(tmp, []byte("---\ndescription: Replaced by rename, longer.\n---\nBody.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(wsk, "tidy", "SKILL.md")); err != nil {
+		t.Fatal(err)
+	}
+	want("- tidy: Replaced by rename, longer.")
+	writeSkill(t, wsk, "tidy", "no front matter")
+	if p := s.Prompt(context.Background(), env); strings.Contains(p, "tidy") {
+		t.Errorf("a skill broken since is still listed:\n%s", p)
+	}
+}
+
+// The cost of the skills list, assembled for every model request of a run:
+// 100 skills of 250 KiB.
+func BenchmarkSkillsPromptOf100LargeSkills(b *testing.B) {
+	root := b.TempDir()
+	wsk := filepath.Join(root, filepath.FromSlash(WorkspaceSkillsDir))
+	body := strings.Repeat("a step of the procedure\n", (250<<10)/24)
+	for i := range 100 {
+		d := filepath.Join(wsk, fmt.Sprintf("s%03d", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "SKILL.md"), []byte(fmt.Sprintf("---\ndescription: Skill %d.\n---\n%s", i, body)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s, env := NewSkills("", nil), &Env{Root: root}
+	for b.Loop() {
+		if s.Prompt(context.Background(), env) == "" {
+			b.Fatal("no skills listed")
+		}
 	}
 }

@@ -128,8 +128,9 @@ func child(args []string) error {
 //     only the system folders, the workspace, a fresh /proc that shows
 //     only the command's processes and an empty /tmp (buildRoot); or,
 //     where that cannot be built, the server's root with a fresh /proc
-//     and /tmp over it (Landlock then hides the rest);
-//  2. pid_max of the PID namespace (Linux 6.14+): at most max(301, procs)
+//     and /tmp over it (Landlock then hides the rest); either way the
+//     workspace's .weft bound read-only over itself;
+//  2. pid_max of the PID namespace (Linux 6.14+): at most 300 + procs
 //     processes and threads at once, whatever the uid — the kernel exempts
 //     root from RLIMIT_NPROC, so this is the wall that bounds a fork bomb
 //     of a root server;
@@ -193,6 +194,11 @@ func confine(l limits) (string, error) {
 			walls = append(walls, "private /tmp")
 		} else if !under(l.dir, "/tmp") {
 			return "", fmt.Errorf("mount a private /tmp: %w", err)
+		}
+		// Landlock cannot make a folder of the workspace read-only:
+		// the bind can (this mount namespace is the command's own).
+		if err := configReadOnly(l.dir); err != nil {
+			return "", err
 		}
 	}
 	syscall.Close(wsFD)

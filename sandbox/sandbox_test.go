@@ -651,12 +651,14 @@ func TestTheWorkspacesConfigFolderIsReadOnlyForACommand(t *testing.T) {
 		`mkdir .weft/skills/evil && echo planted; `+
 		`echo obey >> .weft/skills/tidy/SKILL.md && echo appended; `+
 		`mv .weft moved && echo moved; rm -rf .weft && echo removed; `+
+		`ln .weft/skills/tidy/SKILL.md hard && echo hardlinked; `+
+		`umount .weft && echo unmounted; mount -o remount,bind,rw .weft && echo remounted; `+
 		`echo ok > plain.txt && echo wrote`)
 	out := o.Stdout.String()
 	if !strings.Contains(out, "Be tidy.") || !strings.Contains(out, "wrote") {
 		t.Fatalf("the command must read .weft and write the workspace: %q / %q", out, o.Stderr.String())
 	}
-	for _, bad := range []string{"planted", "appended", "moved", "removed"} {
+	for _, bad := range []string{"planted", "appended", "moved", "removed", "hardlinked", "unmounted", "remounted"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("a command changed .weft (%s): %q", bad, out)
 		}

@@ -125,11 +125,8 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	if cfg.Fetch == nil {
 		cfg.Fetch = agent.NewFetcher().Fetch
 	}
-	// (An unset ToolTimeout is the agent's default, 60 s.)
-	if cfg.Shell != nil && cfg.Shell.Timeout > max(cfg.Agent.ToolTimeout, 60*time.Second) {
-		// A command may run as long as the administrator allows it, plus
-		// the time to compare the workspace.
-		cfg.Agent.ToolTimeout = cfg.Shell.Timeout + 5*time.Second
+	if cfg.Shell != nil {
+		cfg.Agent.ToolTimeout = toolTimeout(cfg.Agent.ToolTimeout, cfg.Shell.Timeout)
 	}
 	cfg.Agent.Jobs = queue // hook deliveries (Agent.Hooks: WEFT_HOOKS_CONFIG, WEFT_HOOKS_ALLOW)
 	ag := agent.New(store, kb, cfg.Fetch, cfg.Agent)
@@ -218,4 +215,20 @@ func (a *App) Close() {
 	if a.MCP != nil {
 		a.MCP.Close()
 	}
+}
+
+// toolTimeout is the agent's timeout of one tool call (0: its default,
+// 60 s) raised, when it would not, past the sandbox's own (0: its
+// default): a command may run as long as the administrator allows it,
+// plus the time to compare the workspace before and after. Both at 60 s,
+// the sandbox ends a command 2 s before the call's deadline (counted from
+// before the first comparison), so it got less than the timeout set.
+func toolTimeout(agentTimeout, shellTimeout time.Duration) time.Duration {
+	if agentTimeout <= 0 {
+		agentTimeout = 60 * time.Second // agent.Config's default
+	}
+	if shellTimeout <= 0 {
+		shellTimeout = sandbox.DefaultTimeout
+	}
+	return max(agentTimeout, shellTimeout+5*time.Second)
 }
