@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -122,6 +123,31 @@ func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run) {
 		logAs:       "agent run failed",
 		logged:      func(err error) bool { return !usererr.Is(err) },
 	})
+	if res.Done {
+		rt.titleAgentThread(ctx, r, fin.Content)
+	}
+}
+
+// titleAgentThread gives an agent thread a generated title after its
+// first answer, as a chat thread gets one: from the first question (the
+// run's user message when it is the thread's first) and the answer.
+func (rt *Runtime) titleAgentThread(ctx context.Context, r db.Run, answer string) {
+	if r.UserMessageID == nil || strings.TrimSpace(answer) == "" {
+		return
+	}
+	thread, err := rt.store.Thread(ctx, r.OwnerID, r.ThreadID)
+	if err != nil || thread.TitleState != db.TitleProvisional {
+		return
+	}
+	q, err := rt.store.Message(ctx, r.OwnerID, *r.UserMessageID)
+	if err != nil || q.ParentID != nil {
+		return
+	}
+	rt.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		rt.generateTitle(r.OwnerID, thread.ID, r.Model, q.Content, answer)
+	}()
 }
 
 // prepare assembles the run's request, summarizing older turns first when

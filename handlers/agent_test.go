@@ -1058,3 +1058,40 @@ func TestLargeToolResultsAreFittedToTheContextWindow(t *testing.T) {
 		}
 	}
 }
+
+// An agent thread gets a generated title after its first answer, as a
+// chat thread does; a later answer does not retitle it.
+func TestAnAgentThreadGetsAGeneratedTitleAfterItsFirstAnswer(t *testing.T) {
+	t.Parallel()
+	e := newAgentEnv(t, testenv.Options{})
+	thread := e.start(`Plan the garden beds [[tool:list_files {"path":"."}]]`)
+	run, _ := e.finished(thread)
+	if run.Status != db.RunCompleted {
+		t.Fatalf("run %s: %s", run.Status, e.describe(run.ID))
+	}
+	var th db.Thread
+	testwait.For(t, "the agent thread's generated title", 10*time.Second, func() bool {
+		var err error
+		th, err = e.app.Store.Thread(context.Background(), e.user.ID, thread)
+		return err == nil && th.TitleState == db.TitleGenerated
+	})
+	if th.Title == "" || strings.HasPrefix(th.Title, "Plan the garden beds [[") {
+		t.Fatalf("the generated title is %q", th.Title)
+	}
+	var titled bool
+	for _, r := range e.app.Fake.Requests() {
+		for _, m := range r.Chat.Messages {
+			if m.Role == db.RoleSystem && strings.HasPrefix(m.Content, "You write titles.") {
+				titled = true
+			}
+		}
+	}
+	if !titled {
+		t.Fatal("no title request reached the model")
+	}
+	e.send(thread, "And the paths?")
+	e.finished(thread)
+	if again, _ := e.app.Store.Thread(context.Background(), e.user.ID, thread); again.Title != th.Title {
+		t.Errorf("a later answer retitled the thread: %q → %q", th.Title, again.Title)
+	}
+}
