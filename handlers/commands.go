@@ -92,6 +92,12 @@ func (h *threads) command(w http.ResponseWriter, r *http.Request, u db.User, in 
 		h.cmdUsage(w, r, u, in, t)
 	case "/stop":
 		h.cmdStop(w, r, u, in, t)
+	case "/steer":
+		h.cmdSteer(w, r, u, in, t, c.arg)
+	case "/queue":
+		h.cmdQueue(w, r, u, in, t, c.arg)
+	case "/status":
+		h.cmdStatus(w, r, u, in, t)
 	case "/retry":
 		h.cmdRetry(w, r, u, in, t)
 	case "/image":
