@@ -111,6 +111,7 @@ func (h *threads) cmdQueue(w http.ResponseWriter, r *http.Request, u db.User, in
 	if len(active) > 0 {
 		msg = fmt.Sprintf("Queued: answered after the current answer (%d ahead of it).", len(active))
 	}
+	noteReply(r, msg, false)
 	h.shell.sessions.Put(r.Context(), sessionFlash, msg)
 	redirect(w, r, fmt.Sprintf("/t/%d#m%d", t.ID, sent.Assistant.ID))
 }

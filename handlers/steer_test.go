@@ -165,3 +165,72 @@ func TestStatusAndQueueWhileAnAgentRunWaits(t *testing.T) {
 		t.Errorf("/queue without text: %d", r.StatusCode)
 	}
 }
+
+// Commands and their replies stay in the thread as command entries, after
+// the message they were typed under, shown after a reload, and never reach
+// the model.
+func TestCommandsAndRepliesAreKeptInTheThreadButNeverSentToTheModel(t *testing.T) {
+	t.Parallel()
+	e := newCmdEnv(t)
+	if r := e.command("/usage"); r.StatusCode != http.StatusOK {
+		t.Fatalf("/usage: %d", r.StatusCode)
+	}
+	if r := e.command("/steer faster"); r.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("/steer with nothing running: %d", r.StatusCode)
+	}
+	leaf := *e.threadRow().ActiveLeafID
+	if r := e.command("/queue and then?"); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("/queue: %d %s", r.StatusCode, r.Body)
+	}
+	waitIdle(t, e.app.Store, e.user.ID, e.thread)
+
+	var entries []string
+	rows, err := e.app.Store.Pool.Query(t.Context(), "SELECT command, failed, after_message_id FROM thread_commands WHERE thread_id = $1 ORDER BY id", e.thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c string
+		var failed bool
+		var after int64
+		if err := rows.Scan(&c, &failed, &after); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, fmt.Sprintf("%s:%v:%v", c, failed, after == leaf))
+	}
+	if got := strings.Join(entries, " "); got != "/usage:false:true /steer faster:true:true /queue and then?:false:true" {
+		t.Errorf("entries = %s", got)
+	}
+
+	page := e.c.Get(fmt.Sprintf("/t/%d", e.thread)).Body
+	if n := strings.Count(page, `data-testid="command-entry"`); n != 3 {
+		t.Errorf("the reloaded thread shows %d command entries, want 3", n)
+	}
+	for _, want := range []string{"/usage", "prompt tokens", "/steer faster", "No agent run is running", `data-failed`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the reloaded thread lacks %q", want)
+		}
+	}
+	// The queued message was answered; neither it nor the next request
+	// carries any command or reply.
+	if r := e.c.Post(fmt.Sprintf("/t/%d/messages", e.thread), url.Values{"content": {"last one"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("send: %d", r.StatusCode)
+	}
+	waitIdle(t, e.app.Store, e.user.ID, e.thread)
+	reqs := e.app.Fake.Requests()
+	m := reqs[len(reqs)-1].Chat.Messages
+	if got := m[len(m)-1].Content; got != "last one" {
+		t.Fatalf("the last request ends with %q", got)
+	}
+	for _, req := range reqs {
+		for _, mm := range req.Chat.Messages {
+			if strings.Contains(mm.Content, "/usage") || strings.Contains(mm.Content, "prompt tokens") ||
+				strings.Contains(mm.Content, "/steer") || strings.Contains(mm.Content, "No agent run") || strings.Contains(mm.Content, "/queue") {
+				t.Errorf("a model request carries a command or its reply: %s: %q", mm.Role, mm.Content)
+			}
+		}
+	}
+	if !strings.Contains(roles(m), "user:and then?") {
+		t.Errorf("the queued message is not in the history: %s", roles(m))
+	}
+}
