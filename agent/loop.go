@@ -64,6 +64,11 @@ func (x *run) loop(ctx context.Context) chat.AgentResult {
 				"Its steps are kept above: ask it to go on, or raise the limit in the tool settings.", x.max)))
 		}
 		x.running(ctx)
+		// A round boundary: steering messages sent with /steer since the
+		// last one enter the run here, before the next model request.
+		if err := x.takeSteers(ctx); err != nil {
+			return x.result(false, err)
+		}
 		// The execution context (tools, rules, skills) is assembled for
 		// each model request from how things are now: a rule changed, a
 		// skill added or an MCP server gone between two rounds shows in

@@ -21,6 +21,11 @@ const (
 	// is the event, Output the hook (its URL or command), Error the
 	// failure, Reason a denial's reason, Tool and CallStep the call.
 	StepHook = "hook"
+	// StepSteer is a message the user sent to a running agent run with
+	// /steer (Content): pending until the loop takes it at its next round
+	// boundary (ok, moved to the end of the trace, Round set), or
+	// cancelled when the run ended first.
+	StepSteer = "steer"
 )
 
 // Step statuses (besides the decisions of approvals).

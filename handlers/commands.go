@@ -49,6 +49,13 @@ func unescapeSlash(content string) string {
 // area, or (when the page has to change: another model, role, a summary, a
 // new answer) on the reloaded thread page.
 func (h *threads) command(w http.ResponseWriter, r *http.Request, u db.User, in chat.Input, c command) {
+	// The command and its reply are kept as a command entry of the thread.
+	r, rep := withCmdReply(r)
+	defer h.keepCommand(r, u.ID, in.ThreadID, strings.TrimSpace(c.name+" "+c.arg), rep)()
+	h.runCommand(w, r, u, in, c)
+}
+
+func (h *threads) runCommand(w http.ResponseWriter, r *http.Request, u db.User, in chat.Input, c command) {
 	ctx := r.Context()
 	if c.name == "/" || c.name == "/help" {
 		h.notice(w, r, in, commandHelp(in.ThreadID != 0))
@@ -92,6 +99,12 @@ func (h *threads) command(w http.ResponseWriter, r *http.Request, u db.User, in 
 		h.cmdUsage(w, r, u, in, t)
 	case "/stop":
 		h.cmdStop(w, r, u, in, t)
+	case "/steer":
+		h.cmdSteer(w, r, u, in, t, c.arg)
+	case "/queue":
+		h.cmdQueue(w, r, u, in, t, c.arg)
+	case "/status":
+		h.cmdStatus(w, r, u, in, t)
 	case "/retry":
 		h.cmdRetry(w, r, u, in, t)
 	case "/image":
@@ -149,6 +162,7 @@ func commandHelp(inThread bool) string {
 // notice shows a command's outcome: in the notice area (htmx; extra
 // components are swapped out of band), else on the reloaded page.
 func (h *threads) notice(w http.ResponseWriter, r *http.Request, in chat.Input, msg string, extra ...templ.Component) {
+	noteReply(r, msg, false)
 	if isHTMX(r) {
 		composerNotice(w, r, http.StatusOK, templ.Join(append([]templ.Component{views.ComposerNotice(msg, false)}, extra...)...))
 		return
@@ -158,6 +172,7 @@ func (h *threads) notice(w http.ResponseWriter, r *http.Request, in chat.Input, 
 
 // flashTo reloads the composer's page with msg as its flash.
 func (h *threads) flashTo(w http.ResponseWriter, r *http.Request, in chat.Input, msg string) {
+	noteReply(r, msg, false)
 	h.shell.sessions.Put(r.Context(), sessionFlash, msg)
 	if in.ThreadID != 0 {
 		redirect(w, r, fmt.Sprintf("/t/%d", in.ThreadID))

@@ -149,6 +149,7 @@ func (h *threads) sentItems(w http.ResponseWriter, r *http.Request, user int64, 
 // the composer's notice area (htmx), on the new-thread page with the text
 // filled in again, or on an error page.
 func (h *threads) refuse(w http.ResponseWriter, r *http.Request, in chat.Input, msg string) {
+	noteReply(r, msg, true)
 	if isHTMX(r) {
 		composerNotice(w, r, http.StatusUnprocessableEntity, views.ComposerNotice(msg, true))
 		return

@@ -123,6 +123,7 @@ func messageViews(ctx context.Context, s bodyStore, user int64, items []chat.Mes
 		out[i] = views.MessageView{MessageItem: it, Models: models}
 	}
 	fillBodies(ctx, s, user, out)
+	fillCommands(ctx, s, user, out)
 	return out
 }
 

@@ -24,7 +24,7 @@ func traceRounds(steps []db.Step) []traceRound {
 		switch s.Kind {
 		case db.StepModelTurn:
 			out = append(out, traceRound{Turn: &steps[i]})
-		case db.StepToolCall, db.StepApproval, db.StepQuestion:
+		case db.StepToolCall, db.StepApproval, db.StepQuestion, db.StepSteer:
 			if len(out) == 0 {
 				out = append(out, traceRound{})
 			}

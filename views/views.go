@@ -101,6 +101,9 @@ type MessageView struct {
 	// Body is the answer's stored rendering (MessageBodyHTML, of this
 	// RendererVersion); empty: rendered now.
 	Body string
+	// Commands are the slash commands typed after this message, with
+	// their replies (never sent to the model).
+	Commands []db.CommandEntry
 }
 
 // ThreadPage is the main column of /t/{id}.
