@@ -133,6 +133,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	// Instance skills live beside the workspaces (WEFT_DATA_DIR/skills);
 	// each workspace's own, in its .weft/skills, replace them by name.
 	ag.AddProvider(agent.NewSkills(filepath.Join(cfg.Agent.DataDir, "skills"), store))
+	ag.AddProvider(agent.NewMemory(store)) // remember, forget (issue 17)
 	if cfg.Shell != nil {
 		sb := sandbox.New(*cfg.Shell)
 		if u := sb.Unavailable(); u != "" {

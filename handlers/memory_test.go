@@ -1,0 +1,143 @@
+package handlers_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"weft/db"
+	"weft/internal/testenv"
+)
+
+const memoryCanary = "CANARY-MEM-7f3a likes green tea"
+
+// memoryHeader starts the memory overview in a system message.
+const memoryHeader = "What you remember about the user"
+
+// startChat sends a first message with the agent off (the chat route).
+func (e *agentEnv) startChat(content string) int64 {
+	e.t.Helper()
+	r := e.c.Post("/t", url.Values{"workspace_id": {fmt.Sprint(e.ws.ID)}, "content": {content}})
+	if r.StatusCode != http.StatusSeeOther {
+		e.t.Fatalf("send: %d %s", r.StatusCode, r.Body)
+	}
+	var thread int64
+	fmt.Sscanf(r.Header.Get("Location"), "/t/%d", &thread)
+	return thread
+}
+
+// otherUser is a second account on the same app.
+func (e *agentEnv) otherUser(email string) *agentEnv {
+	e.t.Helper()
+	c := testenv.NewClient(e.t, e.app.TS.URL)
+	c.Register(email, password)
+	ctx := context.Background()
+	u, err := e.app.Store.UserByEmail(ctx, email)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ws, err := e.app.Store.DefaultWorkspace(ctx, u.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return &agentEnv{t: e.t, app: e.app, c: c, user: u, ws: ws, root: e.app.Agent.Root(ws)}
+}
+
+// systemOf is the system message of the streamed requests whose user
+// messages include marker (a test's own words), one per request.
+func (e *agentEnv) systemOf(marker string) []string {
+	e.t.Helper()
+	var out []string
+	for _, r := range trStreamed(e.app.Fake) {
+		mine, sys := false, ""
+		for _, m := range r.Chat.Messages {
+			if m.Role == "system" && sys == "" {
+				sys = m.Content
+			}
+			if m.Role == "user" && strings.Contains(m.Content, marker) {
+				mine = true
+			}
+		}
+		if mine {
+			out = append(out, sys)
+		}
+	}
+	if len(out) == 0 {
+		e.t.Fatalf("no request carried %q", marker)
+	}
+	return out
+}
+
+// A fact the agent remembers in one thread (the remember tool, auto by
+// default) is in the system message of the user's requests in another
+// thread, on the chat and the agent routes; it never reaches another
+// user's requests (a canary), and the overview is never stored in a
+// message, a run's checkpoint or its steps.
+func TestAMemoryRememberedInOneThreadIsUsedInAnotherAndNeverByAnotherUser(t *testing.T) {
+	t.Parallel()
+	alice := newAgentEnv(t, testenv.Options{})
+	bob := alice.otherUser("bob-memory@example.com")
+	ctx := context.Background()
+
+	first := alice.start(fmt.Sprintf(`Keep this. [[tool:remember {"fact":%q}]]`, memoryCanary))
+	r, _ := alice.finished(first)
+	if got := strings.Join(alice.calls(r.ID), " "); got != "remember:ok" {
+		t.Fatalf("tool calls = %s: %s", got, alice.describe(r.ID))
+	}
+	mems, err := alice.app.Store.Memories(ctx, alice.user.ID)
+	if err != nil || len(mems) != 1 || mems[0].Fact != memoryCanary || mems[0].Source != db.MemoryAgent ||
+		mems[0].ThreadID == nil || *mems[0].ThreadID != first || mems[0].RunID == nil || *mems[0].RunID != r.ID {
+		t.Fatalf("alice's memories = %+v, %v", mems, err)
+	}
+
+	// Another thread of Alice's, on the chat route, then on the agent route.
+	second := alice.startChat("alice-second-thread question")
+	alice.finished(second)
+	third := alice.start("alice-agent-thread question")
+	alice.finished(third)
+	for _, marker := range []string{"alice-second-thread question", "alice-agent-thread question"} {
+		for _, sys := range alice.systemOf(marker) {
+			if !strings.Contains(sys, memoryHeader) || !strings.Contains(sys, fmt.Sprintf("[%d] %s", mems[0].ID, memoryCanary)) {
+				t.Errorf("the system message of %q lacks the memory: %q", marker, sys)
+			}
+		}
+	}
+
+	// Bob, on both routes, never sees it.
+	b1 := bob.startChat("bob-chat question")
+	bob.finished(b1)
+	b2 := bob.start("bob-agent question")
+	bob.finished(b2)
+	for _, marker := range []string{"bob-chat question", "bob-agent question"} {
+		for _, sys := range bob.systemOf(marker) {
+			if strings.Contains(sys, "CANARY") || strings.Contains(sys, memoryHeader) {
+				t.Errorf("bob's request %q carries alice's memory: %q", marker, sys)
+			}
+		}
+	}
+	for _, r := range trStreamed(alice.app.Fake) {
+		bobs, canary := false, false
+		for _, m := range r.Chat.Messages {
+			bobs = bobs || strings.Contains(m.Content, "bob-")
+			canary = canary || strings.Contains(m.Content, "CANARY")
+		}
+		if bobs && canary {
+			t.Errorf("a request of bob's carries the canary: %+v", r.Chat.Messages)
+		}
+	}
+
+	// The overview is assembled per request, never stored.
+	var stored int
+	if err := alice.app.Store.Pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM messages WHERE strpos(content, $1) > 0) +
+		(SELECT count(*) FROM runs WHERE strpos(coalesce(checkpoint::text, ''), $1) > 0) +
+		(SELECT count(*) FROM run_steps WHERE strpos(data::text, $1) > 0)`, memoryHeader).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != 0 {
+		t.Errorf("the memory overview is stored in %d rows", stored)
+	}
+}
