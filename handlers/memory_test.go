@@ -141,3 +141,91 @@ func TestAMemoryRememberedInOneThreadIsUsedInAnotherAndNeverByAnotherUser(t *tes
 		t.Errorf("the memory overview is stored in %d rows", stored)
 	}
 }
+
+// /memory lists each memory (escaped) with where it came from, and edits,
+// deletes and adds them; another user sees none of them; the agent's
+// forget tool deletes by text and by id.
+func TestTheMemoryPageAndTheForgetTool(t *testing.T) {
+	t.Parallel()
+	alice := newAgentEnv(t, testenv.Options{})
+	bob := alice.otherUser("bob-memory-page@example.com")
+	ctx := context.Background()
+	memories := func() []db.Memory {
+		t.Helper()
+		m, err := alice.app.Store.Memories(ctx, alice.user.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+
+	thread := alice.start(`[[tool:remember {"fact":"<b>bold</b> CANARY-PAGE"}]]`)
+	alice.finished(thread)
+	mems := memories()
+	if len(mems) != 1 {
+		t.Fatalf("memories = %+v", mems)
+	}
+	m := mems[0]
+	page := alice.c.Get("/memory")
+	for _, want := range []string{fmt.Sprintf(`data-testid="memory-item" data-memory-id="%d"`, m.ID),
+		"&lt;b&gt;bold&lt;/b&gt; CANARY-PAGE", fmt.Sprintf(`href="/t/%d"`, thread), "Remembered by the agent in"} {
+		if !strings.Contains(page.Body, want) {
+			t.Errorf("/memory lacks %s", want)
+		}
+	}
+	if strings.Contains(page.Body, "<b>bold</b>") {
+		t.Error("/memory renders a memory unescaped")
+	}
+	if b := bob.c.Get("/memory"); b.StatusCode != http.StatusOK || strings.Contains(b.Body, "CANARY") || strings.Contains(b.Body, `data-testid="memory-item"`) {
+		t.Errorf("bob's /memory (%d) shows alice's memory", b.StatusCode)
+	}
+
+	if r := alice.c.Post("/memory", url.Values{"fact": {"  "}}); r.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("an empty memory: %d", r.StatusCode)
+	}
+	if r := alice.c.Post("/memory", url.Values{"fact": {"works nights"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("add: %d %s", r.StatusCode, r.Body)
+	}
+	if r := alice.c.Post(fmt.Sprintf("/memory/%d", m.ID), url.Values{"fact": {"likes plain text"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("edit: %d %s", r.StatusCode, r.Body)
+	}
+	mems = memories()
+	if len(mems) != 2 || mems[0].Fact != "likes plain text" || mems[1].Fact != "works nights" || mems[1].Source != db.MemoryManual {
+		t.Fatalf("after add and edit: %+v", mems)
+	}
+	if page := alice.c.Get("/memory"); !strings.Contains(page.Body, "Added by you") {
+		t.Error("/memory does not say a memory was added by hand")
+	}
+
+	// The agent forgets by text, then by id.
+	alice.send(thread, `[[tool:forget {"fact":"LIKES PLAIN TEXT"}]]`)
+	r, _ := alice.finished(thread)
+	if got := strings.Join(alice.calls(r.ID), " "); got != "forget:ok" {
+		t.Fatalf("forget by text: %s: %s", got, alice.describe(r.ID))
+	}
+	manual := mems[1].ID
+	alice.send(thread, fmt.Sprintf(`[[tool:forget {"id":%d}]]`, manual))
+	r, _ = alice.finished(thread)
+	if got := strings.Join(alice.calls(r.ID), " "); got != "forget:ok" {
+		t.Fatalf("forget by id: %s: %s", got, alice.describe(r.ID))
+	}
+	if mems := memories(); len(mems) != 0 {
+		t.Fatalf("after forgetting: %+v", mems)
+	}
+	// Bob's agent cannot forget Alice's memory by its id.
+	kept, err := alice.app.Store.AddMemory(ctx, alice.user.ID, db.MemoryInput{Fact: "kept", Source: db.MemoryManual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt := bob.start(fmt.Sprintf(`[[tool:forget {"id":%d}]]`, kept.ID))
+	br, _ := bob.finished(bt)
+	if got := strings.Join(bob.calls(br.ID), " "); got != "forget:error" {
+		t.Errorf("bob forgetting alice's memory: %s", got)
+	}
+	if r := alice.c.Post(fmt.Sprintf("/memory/%d/delete", kept.ID), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete: %d", r.StatusCode)
+	}
+	if mems := memories(); len(mems) != 0 {
+		t.Fatalf("after delete: %+v", mems)
+	}
+}

@@ -298,6 +298,11 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.Get("/roles/{id}", rl.show)
 	r.Post("/roles/{id}", rl.update)
 	r.Post("/roles/{id}/delete", rl.delete)
+	mem := &memoryPages{store: e.store, shell: e.shell}
+	r.Get("/memory", mem.list)
+	r.Post("/memory", mem.create)
+	r.Post("/memory/{id}", mem.update)
+	r.Post("/memory/{id}/delete", mem.delete)
 	r.Get("/kb", kh.list)
 	r.Post("/kb", kh.create)
 	r.Get("/kb/{id}", kh.show)
