@@ -220,6 +220,8 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/memory", "/memory", url.Values{"fact": {"works nights"}}, nil, want{303, 303, login}},
 		{"POST", "/memory/{id}", "/memory/" + MEM, url.Values{"fact": {"likes green tea"}}, nil, want{303, 404, login}},
 		{"POST", "/memory/{id}/delete", "", nil, freshMemory, want{303, 404, login}},
+		{"GET", "/t/{id}/temporary", "/t/" + T + "/temporary", nil, nil, want{200, 404, login}},
+		{"POST", "/t/{id}/temporary", "/t/" + T + "/temporary", url.Values{"temporary": {"false"}}, nil, want{303, 404, login}},
 		{"GET", "/settings", "/settings", nil, nil, want{200, 200, login}},
 		{"POST", "/settings/instructions", "/settings/instructions", url.Values{"instructions": {"I am a chemist."}}, nil, want{303, 303, login}},
 		{"GET", "/kb", "/kb", nil, nil, want{200, 200, login}},

@@ -15,6 +15,8 @@ type memoryStore interface {
 	AddMemory(ctx context.Context, user int64, in db.MemoryInput) (db.Memory, error)
 	UpdateMemory(ctx context.Context, user, id int64, fact string) error
 	DeleteMemory(ctx context.Context, user, id int64) error
+	ThreadTemporary(ctx context.Context, user, thread int64) (bool, error)
+	SetThreadTemporary(ctx context.Context, user, thread int64, temp bool) error
 }
 
 // memoryPages serves /memory: every fact kept about the user, where it
@@ -97,4 +99,38 @@ func (h *memoryPages) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, "/memory")
+}
+
+// temporary shows a thread's temporary switch.
+func (h *memoryPages) temporary(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	temp, err := h.store.ThreadTemporary(r.Context(), u.ID, id)
+	if err != nil {
+		storeError(w, r, err)
+		return
+	}
+	render(w, r, http.StatusOK, views.ThreadTemporary(id, temp))
+}
+
+// setTemporary marks a thread temporary (temporary=true) or not.
+func (h *memoryPages) setTemporary(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	id, ok := pathID(w, r, "id")
+	if !ok || !parseForm(w, r) {
+		return
+	}
+	temp, ok := formBool(r, "temporary")
+	if !ok {
+		errorPage(w, r, http.StatusBadRequest, "temporary must be true or false.")
+		return
+	}
+	if err := h.store.SetThreadTemporary(r.Context(), u.ID, id, temp); err != nil {
+		storeError(w, r, err)
+		return
+	}
+	redirect(w, r, fmt.Sprintf("/t/%d", id))
 }

@@ -229,3 +229,51 @@ func TestTheMemoryPageAndTheForgetTool(t *testing.T) {
 		t.Fatalf("after delete: %+v", mems)
 	}
 }
+
+// A temporary thread neither reads memories (its requests carry no
+// overview) nor writes them (remember is refused to the model); its
+// switch is in the thread's settings.
+func TestATemporaryThreadNeitherReadsNorWritesMemories(t *testing.T) {
+	t.Parallel()
+	e := newAgentEnv(t, testenv.Options{})
+	ctx := context.Background()
+	if _, err := e.app.Store.AddMemory(ctx, e.user.ID, db.MemoryInput{Fact: "CANARY-TEMP owns a cat", Source: db.MemoryManual}); err != nil {
+		t.Fatal(err)
+	}
+	thread := e.startChat("first-temp-test message")
+	e.finished(thread)
+	if page := e.c.Get(fmt.Sprintf("/t/%d", thread)); !strings.Contains(page.Body, fmt.Sprintf(`hx-get="/t/%d/temporary"`, thread)) {
+		t.Fatal("the thread's settings lack the temporary switch")
+	}
+	if sw := e.c.Get(fmt.Sprintf("/t/%d/temporary", thread)); !strings.Contains(sw.Body, `data-temporary="false"`) {
+		t.Fatalf("the switch = %s", sw.Body)
+	}
+	if r := e.c.Post(fmt.Sprintf("/t/%d/temporary", thread), url.Values{"temporary": {"true"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("switch: %d %s", r.StatusCode, r.Body)
+	}
+	if sw := e.c.Get(fmt.Sprintf("/t/%d/temporary", thread)); !strings.Contains(sw.Body, `data-temporary="true"`) {
+		t.Fatalf("the switch after = %s", sw.Body)
+	}
+	r := e.c.Post(fmt.Sprintf("/t/%d/messages", thread), url.Values{"agent_present": {"1"}, "agent": {"on"},
+		"content": {`temp-marker [[tool:remember {"fact":"CANARY-TEMP2 secret"}]]`}})
+	if r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("send: %d %s", r.StatusCode, r.Body)
+	}
+	run, _ := e.finished(thread)
+	if got := strings.Join(e.calls(run.ID), " "); got != "remember:error" {
+		t.Errorf("remember in a temporary thread: %s: %s", got, e.describe(run.ID))
+	}
+	for _, sys := range e.systemOf("temp-marker") {
+		if strings.Contains(sys, memoryHeader) || strings.Contains(sys, "CANARY-TEMP owns") {
+			t.Errorf("a temporary thread's request carries memories: %q", sys)
+		}
+	}
+	// Its first request, before it was temporary, had them.
+	if sys := e.systemOf("first-temp-test message")[0]; !strings.Contains(sys, "CANARY-TEMP owns a cat") {
+		t.Errorf("before it was temporary, the thread's request lacks the memory: %q", sys)
+	}
+	mems, err := e.app.Store.Memories(ctx, e.user.ID)
+	if err != nil || len(mems) != 1 {
+		t.Fatalf("memories = %+v, %v", mems, err)
+	}
+}

@@ -303,6 +303,8 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.Post("/memory", mem.create)
 	r.Post("/memory/{id}", mem.update)
 	r.Post("/memory/{id}/delete", mem.delete)
+	r.Get("/t/{id}/temporary", mem.temporary)
+	r.Post("/t/{id}/temporary", mem.setTemporary)
 	r.Get("/kb", kh.list)
 	r.Post("/kb", kh.create)
 	r.Get("/kb/{id}", kh.show)
