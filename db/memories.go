@@ -256,3 +256,43 @@ func (d *DB) SetThreadTemporary(ctx context.Context, user, thread int64, temp bo
 	}
 	return nil
 }
+
+// MemoryExtract says whether the user has silent extraction on.
+func (d *DB) MemoryExtract(ctx context.Context, user int64) (bool, error) {
+	var on bool
+	err := d.q().QueryRow(ctx, "SELECT memory_extract FROM users WHERE id = $1", user).Scan(&on)
+	return on, mapErr(err)
+}
+
+// SetMemoryExtract switches the user's silent extraction.
+func (d *DB) SetMemoryExtract(ctx context.Context, user int64, on bool) error {
+	tag, err := d.q().Exec(ctx, "UPDATE users SET memory_extract = $2 WHERE id = $1", user, on)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// ExtractionTurn is an answer and the question it answers, for silent
+// extraction.
+type ExtractionTurn struct {
+	Thread    int64
+	Model     string
+	Question  string
+	Answer    string
+	Temporary bool
+}
+
+// MemoryTurn loads the user's answer msg with its question and thread.
+func (d *DB) MemoryTurn(ctx context.Context, user, msg int64) (ExtractionTurn, error) {
+	var t ExtractionTurn
+	err := d.q().QueryRow(ctx, `SELECT th.id, th.model, coalesce(q.content, ''), a.content, th.temporary
+		FROM messages a
+		JOIN threads th ON th.id = a.thread_id AND th.owner_id = $1
+		LEFT JOIN messages q ON q.id = a.parent_id AND q.role = 'user'
+		WHERE a.id = $2 AND a.role = 'assistant'`, user, msg).Scan(&t.Thread, &t.Model, &t.Question, &t.Answer, &t.Temporary)
+	return t, mapErr(err)
+}

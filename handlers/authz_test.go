@@ -218,6 +218,7 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/roles/{id}/delete", "", nil, freshRole, want{303, 404, login}},
 		{"GET", "/memory", "/memory", nil, nil, want{200, 200, login}},
 		{"POST", "/memory", "/memory", url.Values{"fact": {"works nights"}}, nil, want{303, 303, login}},
+		{"POST", "/memory/extract", "/memory/extract", url.Values{"extract": {"false"}}, nil, want{303, 303, login}},
 		{"POST", "/memory/{id}", "/memory/" + MEM, url.Values{"fact": {"likes green tea"}}, nil, want{303, 404, login}},
 		{"POST", "/memory/{id}/delete", "", nil, freshMemory, want{303, 404, login}},
 		{"GET", "/t/{id}/temporary", "/t/" + T + "/temporary", nil, nil, want{200, 404, login}},

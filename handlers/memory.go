@@ -17,6 +17,8 @@ type memoryStore interface {
 	DeleteMemory(ctx context.Context, user, id int64) error
 	ThreadTemporary(ctx context.Context, user, thread int64) (bool, error)
 	SetThreadTemporary(ctx context.Context, user, thread int64, temp bool) error
+	MemoryExtract(ctx context.Context, user int64) (bool, error)
+	SetMemoryExtract(ctx context.Context, user int64, on bool) error
 }
 
 // memoryPages serves /memory: every fact kept about the user, where it
@@ -37,7 +39,12 @@ func (h *memoryPages) render(w http.ResponseWriter, r *http.Request, status int,
 		serverError(w, r, err)
 		return
 	}
-	h.shell.page(w, r, status, "Memory", views.MemoryPage(mems, errMsg))
+	extract, err := h.store.MemoryExtract(r.Context(), u.ID)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	h.shell.page(w, r, status, "Memory", views.MemoryPage(mems, extract, errMsg))
 }
 
 // memoryRefusal is what the page says about a fact it cannot keep ("":
@@ -133,4 +140,22 @@ func (h *memoryPages) setTemporary(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, fmt.Sprintf("/t/%d", id))
+}
+
+// setExtract switches silent extraction after each answer (extract=true).
+func (h *memoryPages) setExtract(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	if !parseForm(w, r) {
+		return
+	}
+	on, ok := formBool(r, "extract")
+	if !ok {
+		errorPage(w, r, http.StatusBadRequest, "extract must be true or false.")
+		return
+	}
+	if err := h.store.SetMemoryExtract(r.Context(), u.ID, on); err != nil {
+		storeError(w, r, err)
+		return
+	}
+	redirect(w, r, "/memory")
 }

@@ -7,9 +7,15 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ollama/ollama/api"
+
+	"weft/chat"
 	"weft/db"
+	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 const memoryCanary = "CANARY-MEM-7f3a likes green tea"
@@ -275,5 +281,73 @@ func TestATemporaryThreadNeitherReadsNorWritesMemories(t *testing.T) {
 	mems, err := e.app.Store.Memories(ctx, e.user.ID)
 	if err != nil || len(mems) != 1 {
 		t.Fatalf("memories = %+v, %v", mems, err)
+	}
+}
+
+// Silent extraction is off by default; switched on (/memory), a job after
+// each answer asks the model for lasting facts of the turn and keeps them
+// as "extracted" memories of that thread; a temporary thread's turns are
+// never sent for extraction.
+func TestSilentExtractionAfterATurnIsOffByDefault(t *testing.T) {
+	t.Parallel()
+	fake := fakeollama.New(t, fakeollama.WithScript(func(req *api.ChatRequest) fakeollama.Reply {
+		if len(req.Messages) > 0 && req.Messages[0].Content == chat.MemoryExtractPrompt {
+			return fakeollama.Reply{Chunks: []string{"- CANARY-EX drinks oolong\n-   \nNONE"}}
+		}
+		return fakeollama.DefaultReply(req)
+	}))
+	e := newAgentEnv(t, testenv.Options{Fake: fake})
+	ctx := context.Background()
+	extractions := func() []string {
+		var out []string
+		for _, r := range fake.Requests() {
+			if r.Chat != nil && len(r.Chat.Messages) > 1 && r.Chat.Messages[0].Content == chat.MemoryExtractPrompt {
+				out = append(out, r.Chat.Messages[1].Content)
+			}
+		}
+		return out
+	}
+	jobDone := func(msg int64) {
+		t.Helper()
+		if !testwait.Until(20*time.Second, func() bool {
+			var n int
+			err := e.app.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'memory_extract'
+				AND state = 'completed' AND (args->>'message')::bigint = $1`, msg).Scan(&n)
+			return err == nil && n == 1
+		}) {
+			t.Fatalf("the extraction of answer %d never completed", msg)
+		}
+	}
+	if p := e.c.Get("/memory"); !strings.Contains(p.Body, `data-extract="false"`) {
+		t.Fatal("extraction is not off by default")
+	}
+	off := e.startChat("off-turn: I drink oolong")
+	e.finished(off)
+
+	if r := e.c.Post("/memory/extract", url.Values{"extract": {"true"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("switch: %d", r.StatusCode)
+	}
+	on := e.startChat("on-turn: I drink oolong")
+	_, answer := e.finished(on)
+	jobDone(answer.ID)
+	mems, err := e.app.Store.Memories(ctx, e.user.ID)
+	if err != nil || len(mems) != 1 || mems[0].Fact != "CANARY-EX drinks oolong" || mems[0].Source != db.MemoryExtracted ||
+		mems[0].ThreadID == nil || *mems[0].ThreadID != on {
+		t.Fatalf("memories = %+v, %v", mems, err)
+	}
+	if p := e.c.Get("/memory"); !strings.Contains(p.Body, "Extracted after a turn") || !strings.Contains(p.Body, `data-extract="true"`) {
+		t.Error("/memory does not show the extracted memory's source or the switch on")
+	}
+
+	// A temporary thread's turn is not sent.
+	if err := e.app.Store.SetThreadTemporary(ctx, e.user.ID, on, true); err != nil {
+		t.Fatal(err)
+	}
+	e.send(on, "temp-turn: I drink oolong")
+	_, answer = e.finished(on)
+	jobDone(answer.ID)
+	got := extractions()
+	if len(got) != 1 || !strings.Contains(got[0], "on-turn: I drink oolong") {
+		t.Errorf("extraction requests = %q, want the on-turn's only", got)
 	}
 }

@@ -301,6 +301,7 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	mem := &memoryPages{store: e.store, shell: e.shell}
 	r.Get("/memory", mem.list)
 	r.Post("/memory", mem.create)
+	r.Post("/memory/extract", mem.setExtract)
 	r.Post("/memory/{id}", mem.update)
 	r.Post("/memory/{id}/delete", mem.delete)
 	r.Get("/t/{id}/temporary", mem.temporary)

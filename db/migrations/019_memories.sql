@@ -21,6 +21,10 @@ CREATE INDEX memories_user_idx ON memories (user_id, updated_at DESC, id DESC);
 -- A temporary thread neither reads nor writes memories.
 ALTER TABLE threads ADD COLUMN temporary boolean NOT NULL DEFAULT false;
 
+-- The user's switch for silent extraction: after each answer, a background
+-- job asks the model for lasting facts of the turn (off by default).
+ALTER TABLE users ADD COLUMN memory_extract boolean NOT NULL DEFAULT false;
+
 -- Large values compress with lz4 where the server has it, as migration 017
 -- set for the tables before these.
 DO $$
