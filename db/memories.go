@@ -105,8 +105,9 @@ func (d *DB) AddMemory(ctx context.Context, user int64, in MemoryInput) (Memory,
 	}
 	var id int64
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
-		// One writer per user at a time, so the cap holds.
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM users WHERE id = $1 FOR UPDATE", user); err != nil {
+		// One writer per user at a time, so the cap holds (NO KEY: rows that
+		// reference the user are not held up).
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE", user); err != nil {
 			return err
 		}
 		if in.Thread != 0 {
