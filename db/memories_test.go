@@ -132,3 +132,24 @@ func mustMemories(t *testing.T, store *db.DB, user int64) []db.Memory {
 	}
 	return list
 }
+
+// A memory outlives the thread it was remembered in: the thread's deletion
+// leaves it, without a source thread.
+func TestAMemoryOutlivesItsThread(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	u, ws := newUser(t, store, "mem-outlive@example.com")
+	sent := send(t, store, u.ID, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "hi"})
+	m, err := store.AddMemory(ctx, u.ID, db.MemoryInput{Fact: "kept", Source: db.MemoryAgent, Thread: sent.Thread.ID})
+	if err != nil || m.ThreadID == nil {
+		t.Fatalf("memory = %+v, %v", m, err)
+	}
+	if _, err := store.DeleteThread(ctx, u.ID, sent.Thread.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Memory(ctx, u.ID, m.ID)
+	if err != nil || got.ThreadID != nil || got.Fact != "kept" {
+		t.Fatalf("after the thread's deletion: %+v, %v", got, err)
+	}
+}

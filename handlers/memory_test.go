@@ -318,11 +318,15 @@ func TestSilentExtractionAfterATurnIsOffByDefault(t *testing.T) {
 			t.Fatalf("the extraction of answer %d never completed", msg)
 		}
 	}
-	if p := e.c.Get("/memory"); !strings.Contains(p.Body, `data-extract="false"`) {
+	// Another user, who never switches it on: their turn is never sent (a
+	// user switching it on right after an answer may have that answer
+	// extracted, so the default is checked on someone else).
+	other := e.otherUser("extract-off@example.com")
+	if p := other.c.Get("/memory"); !strings.Contains(p.Body, `data-extract="false"`) {
 		t.Fatal("extraction is not off by default")
 	}
-	off := e.startChat("off-turn: I drink oolong")
-	e.finished(off)
+	off := other.startChat("off-turn: I drink oolong")
+	other.finished(off)
 
 	if r := e.c.Post("/memory/extract", url.Values{"extract": {"true"}}); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("switch: %d", r.StatusCode)
@@ -349,5 +353,8 @@ func TestSilentExtractionAfterATurnIsOffByDefault(t *testing.T) {
 	got := extractions()
 	if len(got) != 1 || !strings.Contains(got[0], "on-turn: I drink oolong") {
 		t.Errorf("extraction requests = %q, want the on-turn's only", got)
+	}
+	if mems, err := other.app.Store.Memories(ctx, other.user.ID); err != nil || len(mems) != 0 {
+		t.Errorf("the other user's memories = %+v, %v", mems, err)
 	}
 }

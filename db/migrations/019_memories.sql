@@ -17,6 +17,10 @@ CREATE TABLE memories (
     updated_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX memories_user_idx ON memories (user_id, updated_at DESC, id DESC);
+-- Deleting a thread or a run sets its memories' source to null: these keep
+-- that from reading every memory.
+CREATE INDEX memories_thread_idx ON memories (thread_id) WHERE thread_id IS NOT NULL;
+CREATE INDEX memories_run_idx ON memories (run_id) WHERE run_id IS NOT NULL;
 
 -- A temporary thread neither reads nor writes memories.
 ALTER TABLE threads ADD COLUMN temporary boolean NOT NULL DEFAULT false;
