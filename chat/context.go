@@ -21,8 +21,10 @@ import (
 // Order of a request, never stored as visible messages:
 //
 //	system: instance system prompt → the user's custom instructions → the
-//	        role's prompt → the thread's notes → the summary of older turns
-//	        (compaction) → the route's context (retrieved sources, agent rules)
+//	        role's prompt → the thread's notes → the user's memories (an
+//	        overview; none in a temporary thread) → the summary of older
+//	        turns (compaction) → the route's context (retrieved sources,
+//	        agent rules)
 //	then:   the turns of the path to the message being answered that the
 //	        summary does not cover.
 
@@ -126,7 +128,11 @@ func (rt *Runtime) Assemble(ctx context.Context, req ContextRequest) (Assembly, 
 
 	a.CharsPerToken, a.Calibrated = rt.charsPerToken(ctx, a.Model)
 	a.Messages = make([]api.Message, 0, len(a.Turns)+1)
-	if sys := systemPrompt(cs, a.Summary, req.RouteContext); sys != "" {
+	memory, err := rt.memoryOverview(ctx, req.User, req.Thread)
+	if err != nil {
+		return Assembly{}, fmt.Errorf("load memories: %w", err)
+	}
+	if sys := systemPrompt(cs, memory, a.Summary, req.RouteContext); sys != "" {
 		a.Messages = append(a.Messages, api.Message{Role: db.RoleSystem, Content: sys})
 		a.SystemTokens = estimateTokens(a.Messages, a.CharsPerToken)
 	}
@@ -220,7 +226,7 @@ func applySummary(path []db.Message, nodes []db.Message) (*db.Message, []db.Mess
 }
 
 // systemPrompt joins the non-empty parts in their fixed order.
-func systemPrompt(cs db.ContextSources, summary *db.Message, routeContext string) string {
+func systemPrompt(cs db.ContextSources, memory string, summary *db.Message, routeContext string) string {
 	var parts []string
 	add := func(s string) {
 		if s = strings.TrimSpace(s); s != "" {
@@ -235,6 +241,7 @@ func systemPrompt(cs db.ContextSources, summary *db.Message, routeContext string
 	if n := strings.TrimSpace(cs.Thread.Notes); n != "" {
 		add("Notes from the user for this conversation:\n" + n)
 	}
+	add(memory)
 	if summary != nil && strings.TrimSpace(summary.Content) != "" {
 		add("Summary of the earlier part of this conversation (those messages are not repeated below):\n" + summary.Content)
 	}

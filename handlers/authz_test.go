@@ -144,6 +144,19 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	}
 	roleN := 0
 	freshRole := func() string { roleN++; return fmt.Sprintf("/roles/%d/delete", newRole(fmt.Sprint("Gone ", roleN)).ID) }
+	newMemory := func(fact string) db.Memory {
+		m, err := store.AddMemory(ctx, u.ID, db.MemoryInput{Fact: fact, Source: db.MemoryManual})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	MEM := fmt.Sprint(newMemory("likes tea").ID)
+	memN := 0
+	freshMemory := func() string {
+		memN++
+		return fmt.Sprintf("/memory/%d/delete", newMemory(fmt.Sprint("gone ", memN)).ID)
+	}
 
 	const (
 		login = "→/login"
@@ -203,6 +216,13 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"GET", "/roles/{id}", "/roles/" + RL, nil, nil, want{200, 404, login}},
 		{"POST", "/roles/{id}", "/roles/" + RL, url.Values{"name": {"Editor"}, "prompt": {"Edit."}}, nil, want{303, 404, login}},
 		{"POST", "/roles/{id}/delete", "", nil, freshRole, want{303, 404, login}},
+		{"GET", "/memory", "/memory", nil, nil, want{200, 200, login}},
+		{"POST", "/memory", "/memory", url.Values{"fact": {"works nights"}}, nil, want{303, 303, login}},
+		{"POST", "/memory/extract", "/memory/extract", url.Values{"extract": {"false"}}, nil, want{303, 303, login}},
+		{"POST", "/memory/{id}", "/memory/" + MEM, url.Values{"fact": {"likes green tea"}}, nil, want{303, 404, login}},
+		{"POST", "/memory/{id}/delete", "", nil, freshMemory, want{303, 404, login}},
+		{"GET", "/t/{id}/temporary", "/t/" + T + "/temporary", nil, nil, want{200, 404, login}},
+		{"POST", "/t/{id}/temporary", "/t/" + T + "/temporary", url.Values{"temporary": {"false"}}, nil, want{303, 404, login}},
 		{"GET", "/settings", "/settings", nil, nil, want{200, 200, login}},
 		{"POST", "/settings/instructions", "/settings/instructions", url.Values{"instructions": {"I am a chemist."}}, nil, want{303, 303, login}},
 		{"GET", "/kb", "/kb", nil, nil, want{200, 200, login}},

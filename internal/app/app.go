@@ -103,6 +103,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 		// Workspaces' receivers are anyone's: one that never answers
 		// holds a worker for its timeout.
 		agent.WorkspaceHookQueue: 6,
+		MemoryQueue:              1, // silent memory extraction (issue 17)
 	}})
 	if err != nil {
 		return nil, err
@@ -133,6 +134,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	// Instance skills live beside the workspaces (WEFT_DATA_DIR/skills);
 	// each workspace's own, in its .weft/skills, replace them by name.
 	ag.AddProvider(agent.NewSkills(filepath.Join(cfg.Agent.DataDir, "skills"), store))
+	ag.AddProvider(agent.NewMemory(store)) // remember, forget (issue 17)
 	if cfg.Shell != nil {
 		sb := sandbox.New(*cfg.Shell)
 		if u := sb.Unavailable(); u != "" {
@@ -150,6 +152,11 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	}
 	cfg.Chat.OllamaHost, cfg.Chat.Retriever, cfg.Chat.Agent = host, kb, ag
 	cfg.Chat.Blobs, cfg.Chat.Answered, cfg.Chat.Files = ms.Blobs, ms.Answered, ms
+	mx := &memoryExtractor{store: store, queue: queue}
+	if err := mx.register(); err != nil {
+		return nil, err
+	}
+	cfg.Chat.Answered = func(user, thread, msg int64) { ms.Answered(user, thread, msg); mx.answered(user, thread, msg) }
 	if cfg.Chat.UserMaxBytes == 0 {
 		cfg.Chat.UserMaxBytes = cfg.HTTP.UserMaxBytes
 	}
@@ -157,6 +164,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 		cfg.Chat.Finalized = handlers.StoreRenderings(store)
 	}
 	rt := chat.New(store, ollama, chat.NewModels(ollama, host, cfg.DefaultModel, cfg.MaxCtx), cfg.Chat)
+	mx.rt = rt
 	srv := handlers.New(cfg.HTTP, store, rt, kb, ag, ms)
 	return &App{Store: store, Servers: servers, Jobs: queue, Media: ms, RAG: kb, Agent: ag, MCP: mc, RT: rt, Handler: srv}, nil
 }
