@@ -107,6 +107,11 @@ func (d *DB) migrate(ctx context.Context, last int) ([]int, error) {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return err
 			}
+			if m.version > lz4Version {
+				if _, err := tx.Exec(ctx, lz4NewColumns); err != nil {
+					return fmt.Errorf("lz4 for its new columns: %w", err)
+				}
+			}
 			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name)
 			return err
 		})
@@ -136,3 +141,33 @@ func (d *DB) migrate(ctx context.Context, last int) ([]int, error) {
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
+
+// lz4Version is the migration that moved large columns to lz4.
+const lz4Version = 17
+
+// lz4NewColumns gives the large columns a later migration created (those
+// whose catalog row this transaction wrote) lz4 compression, as migration
+// 017 gave every column before it, so that no migration has to repeat it.
+// A server without lz4 keeps pglz.
+const lz4NewColumns = `DO $$
+DECLARE
+    c record;
+BEGIN
+    BEGIN
+        PERFORM set_config('default_toast_compression', 'lz4', true);
+    EXCEPTION WHEN invalid_parameter_value THEN
+        RETURN;
+    END;
+    FOR c IN
+        SELECT cl.relname, a.attname
+        FROM pg_attribute a
+        JOIN pg_class cl ON cl.oid = a.attrelid
+        JOIN pg_namespace n ON n.oid = cl.relnamespace
+        WHERE n.nspname = current_schema() AND cl.relkind = 'r'
+          AND a.attnum > 0 AND NOT a.attisdropped AND a.attstorage IN ('x', 'm')
+          AND a.attcompression <> 'l'
+          AND a.xmin = (pg_current_xact_id()::text::bigint % 4294967296)::text::xid
+    LOOP
+        EXECUTE format('ALTER TABLE %I ALTER COLUMN %I SET COMPRESSION lz4', c.relname, c.attname);
+    END LOOP;
+END $$`

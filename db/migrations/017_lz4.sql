@@ -10,7 +10,7 @@
 -- change takes a short ACCESS EXCLUSIVE lock; a table busy for more than
 -- 5 s (an instance still running during an upgrade) is left on pglz
 -- rather than stalling the start. A server without lz4 keeps pglz.
--- Columns added by later migrations need their own SET COMPRESSION.
+-- Columns added by later migrations get lz4 from the migrator (db.lz4NewColumns).
 DO $$
 DECLARE
     c record;

@@ -36,26 +36,3 @@ CREATE TABLE hook_deliveries (
     UNIQUE (event_id, hook_key)
 );
 CREATE INDEX hook_deliveries_run_idx ON hook_deliveries (run_id);
-
--- Large values compress with lz4 where the server has it, as migration 017
--- set for the tables before these.
-DO $$
-DECLARE
-    c record;
-BEGIN
-    BEGIN
-        PERFORM set_config('default_toast_compression', 'lz4', true);
-    EXCEPTION WHEN invalid_parameter_value THEN
-        RETURN;
-    END;
-    FOR c IN
-        SELECT cl.relname, a.attname
-        FROM pg_attribute a
-        JOIN pg_class cl ON cl.oid = a.attrelid
-        JOIN pg_namespace n ON n.oid = cl.relnamespace
-        WHERE n.nspname = current_schema() AND cl.relname IN ('workspace_hooks', 'hook_deliveries')
-          AND a.attnum > 0 AND NOT a.attisdropped AND a.attstorage IN ('x', 'm')
-    LOOP
-        EXECUTE format('ALTER TABLE %I ALTER COLUMN %I SET COMPRESSION lz4', c.relname, c.attname);
-    END LOOP;
-END $$;

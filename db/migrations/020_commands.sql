@@ -14,22 +14,3 @@ CREATE TABLE thread_commands (
     created_at       timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX thread_commands_thread_idx ON thread_commands (thread_id, id);
-
--- Large values compress with lz4 where the server has it (as migration 017).
-DO $$
-DECLARE
-    c record;
-BEGIN
-    BEGIN
-        PERFORM set_config('default_toast_compression', 'lz4', true);
-    EXCEPTION WHEN invalid_parameter_value THEN
-        RETURN;
-    END;
-    FOR c IN
-        SELECT a.attname FROM pg_attribute a
-        WHERE a.attrelid = 'thread_commands'::regclass AND a.attnum > 0 AND NOT a.attisdropped
-          AND a.attstorage IN ('x', 'm')
-    LOOP
-        EXECUTE format('ALTER TABLE thread_commands ALTER COLUMN %I SET COMPRESSION lz4', c.attname);
-    END LOOP;
-END $$;
