@@ -158,12 +158,19 @@ func answersText(qs []db.Question, answers []string, how string) string {
 	return b.String()
 }
 
+// Clip cuts s to at most n characters, marking the cut with "…".
+func Clip(s string, n int) string { return clip(s, n) }
+
 func clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
 }
+
+// CapText cuts s to at most n bytes without splitting a character, and
+// says how much was left out: a tool's output, as the model reads it.
+func CapText(s string, n int) string { return capText(s, n) }
 
 // capText cuts s to at most n bytes without splitting a character.
 func capText(s string, n int) string {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 )
 
 // frontMatter is what a SKILL.md says about itself.
@@ -137,9 +136,5 @@ func clipBytes(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return cutText(s, n-len("…")) + "…"
 }

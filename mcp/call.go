@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,7 +68,7 @@ func (s *server) call(ctx context.Context, env *agent.Env, tool string, args age
 		}
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) && werr.Code != codeRejected {
-			return agent.Result{}, agent.Errorf("The MCP server %s refused the call: %s", s.name, clipRunes(werr.Message, 1000))
+			return agent.Result{}, agent.Errorf("The MCP server %s refused the call: %s", s.name, agent.Clip(werr.Message, 1000))
 		}
 		signal(s.broken)
 		return agent.Result{}, agent.Errorf("The MCP server %s is not reachable: %s.", s.name, shortReason(err))
@@ -116,7 +115,7 @@ func resultText(res *sdk.CallToolResult) string {
 			parts = append(parts, string(b))
 		}
 	}
-	return capText(strings.Join(parts, "\n"), maxResult)
+	return agent.CapText(strings.Join(parts, "\n"), maxResult)
 }
 
 func mimeNote(m string) string {
@@ -131,25 +130,6 @@ func size(n int) string {
 		return strconv.Itoa(n) + " bytes"
 	}
 	return strconv.Itoa((n+512)/1024) + " KB"
-}
-
-// capText cuts s to at most n bytes without splitting a character.
-func capText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("\n[truncated: %d more bytes]", len(s)-cut)
-}
-
-func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
 }
 
 // shortReason says in a few words why a server cannot be reached, for
@@ -229,5 +209,5 @@ func (s *server) progressed(p *sdk.ProgressNotificationParams) {
 			text += " of " + strconv.FormatFloat(p.Total, 'f', -1, 64)
 		}
 	}
-	report(clipRunes(text, 500))
+	report(agent.Clip(text, 500))
 }

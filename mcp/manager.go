@@ -266,7 +266,7 @@ func (m *Manager) remembered(ctx context.Context, server string) []knownTool {
 		}
 		if toolName.MatchString(k.Name) && len(k.Schema) <= maxSchemaBytes &&
 			!slices.ContainsFunc(known, func(x knownTool) bool { return x.Name == k.Name }) {
-			k.Description = clipRunes(k.Description, maxDescRunes)
+			k.Description = agent.Clip(k.Description, maxDescRunes)
 			known = append(known, k)
 		}
 	}

@@ -189,7 +189,7 @@ func (s *server) list(ctx context.Context, sess *sdk.ClientSession) error {
 	var skipped []string
 	skip := func(name, why string) {
 		if len(skipped) < maxSkipped {
-			skipped = append(skipped, fmt.Sprintf("%q (%s)", clipRunes(strings.ToValidUTF8(name, "?"), 80), why))
+			skipped = append(skipped, fmt.Sprintf("%q (%s)", agent.Clip(strings.ToValidUTF8(name, "?"), 80), why))
 		}
 	}
 	decl := 0
@@ -214,7 +214,7 @@ func (s *server) list(ctx context.Context, sess *sdk.ClientSession) error {
 		if k.Description == "" {
 			k.Description = t.Title
 		}
-		k.Description = clipRunes(k.Description, maxDescRunes)
+		k.Description = agent.Clip(k.Description, maxDescRunes)
 		if t.InputSchema != nil {
 			if b, err := json.Marshal(t.InputSchema); err == nil {
 				k.Schema = b
@@ -298,7 +298,7 @@ func (s *server) toolsLocked() []agent.Tool {
 	down := s.unavailableLocked()
 	out := make([]agent.Tool, 0, len(s.known))
 	for _, k := range s.known {
-		t := agent.Tool{Name: ToolName(s.name, k.Name), Description: clipRunes(k.Description, maxDescRunes), Class: agent.ClassExec,
+		t := agent.Tool{Name: ToolName(s.name, k.Name), Description: agent.Clip(k.Description, maxDescRunes), Class: agent.ClassExec,
 			Origin: Origin(s.name), Unavailable: down}
 		if k.ReadOnly {
 			t.Class = agent.ClassRead
@@ -477,7 +477,7 @@ func (t *tailBuffer) lastLine() string {
 // withStderr adds a stdio server's last words to the administrator's error.
 func withStderr(err error, tail *tailBuffer) error {
 	if line := tail.lastLine(); line != "" {
-		return fmt.Errorf("%w (its last output: %s)", err, clipRunes(line, 300))
+		return fmt.Errorf("%w (its last output: %s)", err, agent.Clip(line, 300))
 	}
 	return err
 }
