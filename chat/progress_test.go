@@ -159,7 +159,12 @@ func TestTheThinkingIsSavedWhenTheAnswerBegins(t *testing.T) {
 
 func TestARunOfADeadInstanceIsSettledWithItsProgress(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, chat.Config{}) // its housekeeping waits 5 s: nothing claims the run meanwhile
+	e := newEnv(t, chat.Config{})
+	// The env's own runtime would claim the queued run at once (its note):
+	// only the next runtime, started below, may see it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	e.rt.Shutdown(ctx)
+	cancel()
 	sent, err := e.store.SendMessage(context.Background(), e.user.ID, db.Send{WorkspaceID: e.ws.ID, Content: "q", Kind: "chat", Model: "tiny"})
 	if err != nil {
 		t.Fatal(err)
