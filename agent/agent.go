@@ -69,6 +69,12 @@ type Config struct {
 	// tool_execution_start, which is waited for, is delivered). The
 	// queue must work HookQueue and WorkspaceHookQueue.
 	Jobs Jobs
+	// Sub-agents: model rounds (default 10, at most the workspace's step
+	// limit) and time (default 5 min) each may spend, and how many of one
+	// delegate_parallel call work at once (default 2).
+	SubagentRounds      int
+	SubagentTime        time.Duration
+	SubagentConcurrency int
 }
 
 // Agent runs the tool loop of agent runs.
@@ -101,8 +107,24 @@ func New(store Store, search Searcher, fetch func(ctx context.Context, url strin
 	if cfg.PollEvery <= 0 {
 		cfg.PollEvery = time.Second
 	}
+	if cfg.SubagentRounds <= 0 {
+		cfg.SubagentRounds = 10
+	}
+	if cfg.SubagentTime <= 0 {
+		cfg.SubagentTime = 5 * time.Minute
+	}
+	if cfg.SubagentConcurrency <= 0 {
+		cfg.SubagentConcurrency = 2
+	}
 	a := &Agent{store: store, search: search, fetch: fetch, cfg: cfg, byName: map[string]Tool{}, wakes: map[int64]chan struct{}{}}
 	a.tools = BuiltinTools()
+	if _, ok := store.(subStore); !ok {
+		for i, t := range a.tools {
+			if db.IsDelegation(t.Name) {
+				a.tools[i].Unavailable = "Sub-agents are not available on this server."
+			}
+		}
+	}
 	for _, t := range a.tools {
 		a.byName[t.Name] = t
 	}
@@ -139,6 +161,7 @@ func BuiltinTools() []Tool {
 	out = append(out, FileTools()...)
 	out = append(out, kbTool(), askTool())
 	out = append(out, WebTools()...)
+	out = append(out, delegateTools()...)
 	return out
 }
 
@@ -288,6 +311,13 @@ type run struct {
 	// waiting: the run shows as waiting for its user (in the database and
 	// to its watchers); an adopted run starts so.
 	waiting bool
+	// sub is set on a sub-agent's run: its task, tools and budget.
+	sub *db.Subagent
+	// effected: a call that may change something was started (a child's
+	// parent then never delegates it again on resume); called lists the
+	// tools called, for a child's evidence summary.
+	effected bool
+	called   []string
 }
 
 // RunAgent executes (or resumes) an agent run.

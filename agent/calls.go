@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/ollama/ollama/api"
 
@@ -107,7 +108,19 @@ func (x *run) runCall(ctx context.Context) error {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
 	}
+	if tool.Class.Effects() {
+		x.effected = true
+	}
+	if !slices.Contains(x.called, p.Name) {
+		x.called = append(x.called, p.Name)
+	}
 	tctx, cancel := context.WithTimeout(ctx, x.a.cfg.ToolTimeout)
+	if tool.Class == ClassDelegate {
+		// Its children have budgets of their own, and may wait for
+		// the user's approvals.
+		cancel()
+		tctx, cancel = context.WithCancel(ctx)
+	}
 	x.toolRunning(p)
 	res, err := tool.Run(tctx, x.env, args)
 	x.toolRunning(nil)

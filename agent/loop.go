@@ -59,6 +59,9 @@ func (x *run) loop(ctx context.Context) chat.AgentResult {
 			}
 			continue
 		}
+		if x.cp.Round >= x.max && x.sub != nil {
+			return x.result(false, usererr.New(fmt.Sprintf("It used its whole budget of %d model rounds before answering.", x.max)))
+		}
 		if x.cp.Round >= x.max {
 			return x.result(false, usererr.New(fmt.Sprintf("The agent stopped after %d tool rounds, the step limit of this workspace. "+
 				"Its steps are kept above: ask it to go on, or raise the limit in the tool settings.", x.max)))
@@ -92,7 +95,13 @@ func (x *run) assemble(ctx context.Context) (chat.Assembly, api.Tools, error) {
 	if err != nil {
 		return chat.Assembly{}, nil, err
 	}
-	asm, err := x.h.Assemble(ctx, x.routeContext(ctx, avail))
+	var asm chat.Assembly
+	if x.sub != nil {
+		// A sub-agent's context: its task, none of the thread's turns.
+		asm, err = x.h.AssembleTask(ctx, subContextPrefix+"\n"+x.routeContext(ctx, avail), x.sub.Task)
+	} else {
+		asm, err = x.h.Assemble(ctx, x.routeContext(ctx, avail))
+	}
 	if err != nil {
 		return chat.Assembly{}, nil, err
 	}
@@ -116,7 +125,9 @@ func (x *run) availability(ctx context.Context) ([]Availability, error) {
 		return nil, fmt.Errorf("thread grants: %w", err)
 	}
 	has, known := x.h.SupportsTools(ctx, x.r.Model)
-	return x.a.ExplainAll(rules, grants, x.r.Model, has, known), nil
+	avail := x.a.ExplainAll(rules, grants, x.r.Model, has, known)
+	x.narrow(avail)
+	return avail, nil
 }
 
 // routeContext is the agent's execution context in the system message:

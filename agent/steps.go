@@ -47,12 +47,15 @@ func (x *run) load(ctx context.Context) error {
 	if x.max <= 0 {
 		x.max = 25
 	}
+	if x.sub != nil {
+		x.max = x.sub.MaxRounds // its budget (at most its parent's limit)
+	}
 	root := x.a.Root(x.ws)
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		slog.Error("create workspace folder", "workspace", x.ws.ID, "err", err)
 		return usererr.New("The workspace folder could not be created on the server. Ask the administrator to check WEFT_DATA_DIR.")
 	}
-	x.env = &Env{Root: root, User: x.r.OwnerID, Thread: x.r.ThreadID, Workspace: x.ws.ID, Run: x.r.ID, Fetch: x.a.fetch}
+	x.env = &Env{Root: root, User: x.r.OwnerID, Thread: x.r.ThreadID, Workspace: x.ws.ID, Run: x.r.ID, Fetch: x.a.fetch, run: x}
 	if x.a.search != nil {
 		x.env.SearchKB = x.searchKB
 	}

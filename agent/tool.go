@@ -37,7 +37,7 @@ const (
 
 // Effects reports whether a call of the class may change something, so
 // that a run resumed after a crash must not make it again.
-func (c Class) Effects() bool { return c == ClassWrite || c == ClassExec }
+func (c Class) Effects() bool { return c == ClassWrite || c == ClassExec || c == ClassDelegate }
 
 // Param is one argument of a tool.
 type Param struct {
@@ -124,6 +124,8 @@ type Env struct {
 	// Workspace and Run identify the call's workspace and run.
 	Workspace int64
 	Run       int64
+	// run is the run making the call (delegation starts its children).
+	run *run
 	// Progress, when set, reports a long call's progress (a command's
 	// output so far, an MCP server's progress notification); it never
 	// blocks for long. Tools may call it from any goroutine.

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/ollama/ollama/api"
 
@@ -37,6 +38,41 @@ type AgentHost struct {
 	Run db.Run
 	rt  *Runtime
 	lr  *liveRun
+	// parent is the host of the run that delegated this one (a
+	// sub-agent's host, from Child): its text stays its own, while its
+	// steps, status and Stop are its parent's.
+	parent *AgentHost
+	waits  *atomic.Int32 // sub-agents of this run waiting for the user
+}
+
+// Child returns the host of a sub-agent's run r of this run. Its model
+// requests go through the same runtime; its text is its own (never the
+// parent's answer); a step it adds shows through the parent's watchers;
+// the parent shows as waiting while any of its sub-agents waits; Stop of
+// the parent stops it.
+func (h *AgentHost) Child(r db.Run) *AgentHost {
+	if h.waits == nil {
+		h.waits = new(atomic.Int32)
+	}
+	msg := int64(0)
+	if h.Run.AssistantMessageID != nil {
+		msg = *h.Run.AssistantMessageID
+	}
+	r.AssistantMessageID = &msg // its live text is never saved as a message's
+	return &AgentHost{Run: r, rt: h.rt, lr: newLiveRun(r, -1, realClock{}), parent: h}
+}
+
+// AssembleTask builds a sub-agent's request: the system prompt, role and
+// memories like every route's, routeContext, and task as the one user
+// message; none of the thread's turns.
+func (h *AgentHost) AssembleTask(ctx context.Context, routeContext, task string) (Assembly, error) {
+	a, err := h.rt.Assemble(ctx, ContextRequest{User: h.Run.OwnerID, Thread: h.Run.ThreadID, Model: h.Run.Model, RouteContext: routeContext})
+	if err != nil {
+		return a, err
+	}
+	a.Messages = append(a.Messages, api.Message{Role: db.RoleUser, Content: task})
+	a.Estimate = estimateTokens(a.Messages, a.CharsPerToken)
+	return a, nil
 }
 
 // Assemble builds the run's request (system prompt, role, summary, the
@@ -74,10 +110,32 @@ func (h *AgentHost) NewRound() { h.lr.reset() }
 func (h *AgentHost) Text() (content, thinking string) { return h.lr.text() }
 
 // Stepped tells watchers that a step was added or changed.
-func (h *AgentHost) Stepped() { h.lr.stepped() }
+func (h *AgentHost) Stepped() {
+	if h.parent != nil {
+		h.parent.Stepped()
+		return
+	}
+	h.lr.stepped()
+}
 
-// SetStatus publishes the run's shown status (running, waiting).
-func (h *AgentHost) SetStatus(status string) { h.lr.setStatus(status) }
+// SetStatus publishes the run's shown status (running, waiting). A
+// sub-agent's parent shows waiting while any of its sub-agents waits.
+func (h *AgentHost) SetStatus(status string) {
+	if p := h.parent; p != nil {
+		switch status {
+		case db.RunWaiting:
+			if p.waits.Add(1) == 1 {
+				p.SetStatus(db.RunWaiting)
+			}
+		default:
+			if p.waits.Add(-1) == 0 {
+				p.SetStatus(db.RunRunning)
+			}
+		}
+		return
+	}
+	h.lr.setStatus(status)
+}
 
 // Stream returns the receiver of one streamed model request of the run:
 // its text goes to the run's watchers and is flushed as it comes, like
@@ -88,10 +146,21 @@ func (h *AgentHost) Stream(ctx context.Context, each func(api.ChatResponse)) *St
 
 // StopUser stops the run as if its user pressed Stop (a stop requested on
 // another instance).
-func (h *AgentHost) StopUser() { h.lr.stop(StopUser) }
+func (h *AgentHost) StopUser() {
+	if h.parent != nil {
+		h.parent.StopUser()
+		return
+	}
+	h.lr.stop(StopUser)
+}
 
 // StopReason is StopUser, StopShutdown or "" (not stopped).
-func (h *AgentHost) StopReason() string { return h.lr.reason() }
+func (h *AgentHost) StopReason() string {
+	if h.parent != nil {
+		return h.parent.StopReason()
+	}
+	return h.lr.reason()
+}
 
 // EstimateTokens estimates the prompt tokens of msgs with the assembly's
 // calibration (the same estimate the assembler uses).

@@ -243,6 +243,10 @@ func traceSignature(steps []db.Step) string {
 	var b strings.Builder
 	for _, s := range steps {
 		fmt.Fprintf(&b, "%d:%s:%d;", s.ID, s.Status, s.UpdatedAt.UnixNano())
+		for _, c := range s.Subagents {
+			// A sub-agent's status, live text and steps.
+			fmt.Fprintf(&b, "[%d:%s:%d:%s]", c.ID, c.Status, len(c.Sub.Live), traceSignature(c.Steps))
+		}
 	}
 	return b.String()
 }

@@ -119,6 +119,9 @@ type Step struct {
 	Data      StepData  `db:"data"`
 	CreatedAt time.Time `db:"created_at"`
 	UpdatedAt time.Time `db:"updated_at"`
+	// Subagents are the runs a delegating tool call started (Steps and
+	// StepsOfMessages fill it in).
+	Subagents []SubRun `db:"-"`
 }
 
 const stepCols = "id, run_id, seq, kind, status, data, created_at, updated_at"
@@ -211,7 +214,11 @@ func (d *DB) Steps(ctx context.Context, user, run int64) ([]Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowToStructByName[Step])
+	steps, err := pgx.CollectRows(rows, pgx.RowToStructByName[Step])
+	if err != nil {
+		return nil, err
+	}
+	return steps, withSubRuns(ctx, d.q(), user, steps)
 }
 
 // RunSteps is an agent run with its steps.
@@ -253,6 +260,9 @@ func (d *DB) StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map
 	}
 	steps, err := pgx.CollectRows(rows, pgx.RowToStructByName[Step])
 	if err != nil {
+		return nil, err
+	}
+	if err := withSubRuns(ctx, d.q(), user, steps); err != nil {
 		return nil, err
 	}
 	for _, s := range steps {
@@ -322,7 +332,7 @@ func (d *DB) Checkpoint(ctx context.Context, run int64) (json.RawMessage, error)
 // are waited for again.
 func (d *DB) AdoptWaitingRuns(ctx context.Context, self string, own bool, staleAfter time.Duration) ([]Run, error) {
 	rows, err := d.q().Query(ctx, `UPDATE runs SET instance_id = $1
-		WHERE status = 'waiting' AND (($3 AND instance_id = $1) OR (instance_id <> $1 AND NOT EXISTS (
+		WHERE status = 'waiting' AND parent_run_id IS NULL AND (($3 AND instance_id = $1) OR (instance_id <> $1 AND NOT EXISTS (
 			SELECT 1 FROM instances i WHERE i.id = runs.instance_id AND i.heartbeat_at > now() - make_interval(secs => $2))))
 		RETURNING `+runCols, self, staleAfter.Seconds(), own)
 	if err != nil {
@@ -344,7 +354,7 @@ func (d *DB) ResumeRun(ctx context.Context, user, run int64) (Run, error) {
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE runs SET status = 'queued', error = '', finished_at = NULL,
 				cancel_requested = false, instance_id = ''
-			WHERE id = $1 AND owner_id = $2 AND kind = 'agent' AND status = 'interrupted'
+			WHERE id = $1 AND owner_id = $2 AND kind = 'agent' AND status = 'interrupted' AND parent_run_id IS NULL
 			RETURNING `+runCols, run, user)
 		if err != nil {
 			return err

@@ -167,7 +167,7 @@ type UsageTotals struct {
 // ThreadUsage sums the token usage of the runs of one of the user's threads.
 func (d *DB) ThreadUsage(ctx context.Context, user, thread int64) (UsageTotals, error) {
 	var u UsageTotals
-	err := d.q().QueryRow(ctx, `SELECT count(*) FILTER (WHERE usage ? 'output_tokens'),
+	err := d.q().QueryRow(ctx, `SELECT count(*) FILTER (WHERE usage ? 'output_tokens' AND parent_run_id IS NULL),
 			COALESCE(sum((usage->>'prompt_tokens')::bigint), 0)::bigint,
 			COALESCE(sum((usage->>'output_tokens')::bigint), 0)::bigint
 		FROM runs WHERE thread_id = $1 AND owner_id = $2`, thread, user).Scan(&u.Answers, &u.PromptTokens, &u.OutputTokens)

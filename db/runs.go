@@ -46,9 +46,12 @@ type Run struct {
 	Error              string          `db:"error"`
 	CancelRequested    bool            `db:"cancel_requested"`
 	Continues          bool            `db:"continues"` // goes on writing an existing answer
-	CreatedAt          time.Time       `db:"created_at"`
-	StartedAt          *time.Time      `db:"started_at"`
-	FinishedAt         *time.Time      `db:"finished_at"`
+	// ParentRunID is set on a sub-agent's run: the agent run that
+	// delegated it (it has no messages of its own).
+	ParentRunID *int64     `db:"parent_run_id"`
+	CreatedAt   time.Time  `db:"created_at"`
+	StartedAt   *time.Time `db:"started_at"`
+	FinishedAt  *time.Time `db:"finished_at"`
 }
 
 // Active reports whether the run is queued, running or waiting.
@@ -57,7 +60,7 @@ func (r Run) Active() bool {
 }
 
 const runCols = `id, thread_id, owner_id, kind, status, instance_id, user_message_id, assistant_message_id,
-	model, usage, error, cancel_requested, continues, created_at, started_at, finished_at`
+	model, usage, error, cancel_requested, continues, created_at, started_at, finished_at, parent_run_id`
 
 // Run returns one of the user's runs.
 func (d *DB) Run(ctx context.Context, user, id int64) (Run, error) {
@@ -73,7 +76,8 @@ func (d *DB) Run(ctx context.Context, user, id int64) (Run, error) {
 // first.
 func (d *DB) ActiveRuns(ctx context.Context, user, thread int64) ([]Run, error) {
 	rows, err := d.q().Query(ctx, "SELECT "+runCols+` FROM runs
-		WHERE thread_id = $1 AND owner_id = $2 AND status IN ('queued', 'running', 'waiting') ORDER BY id`, thread, user)
+		WHERE thread_id = $1 AND owner_id = $2 AND status IN ('queued', 'running', 'waiting') AND parent_run_id IS NULL
+		ORDER BY id`, thread, user)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +103,7 @@ func (d *DB) ClaimNextRun(ctx context.Context, thread int64, instance string, us
 		var running int
 		if err := tx.QueryRow(ctx, `SELECT
 				EXISTS (SELECT 1 FROM runs WHERE thread_id = $1 AND status IN ('running', 'waiting')),
-				(SELECT count(*) FROM runs WHERE owner_id = $2 AND status IN ('running', 'waiting'))`, thread, owner).Scan(&busy, &running); err != nil {
+				(SELECT count(*) FROM runs WHERE owner_id = $2 AND status IN ('running', 'waiting') AND parent_run_id IS NULL)`, thread, owner).Scan(&busy, &running); err != nil {
 			return err
 		}
 		if busy || running >= userCap {
@@ -429,7 +433,7 @@ func (d *DB) InterruptOrphanedRuns(ctx context.Context, self string, staleAfter 
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE runs SET status = 'interrupted', finished_at = now(),
 				error = 'The server stopped while this answer was being written.'
-			WHERE status = 'running' AND (instance_id = $1 OR NOT EXISTS (
+			WHERE (status = 'running' OR (status = 'waiting' AND parent_run_id IS NOT NULL)) AND (instance_id = $1 OR NOT EXISTS (
 				SELECT 1 FROM instances i WHERE i.id = runs.instance_id AND i.heartbeat_at > now() - make_interval(secs => $2)))
 			RETURNING `+runCols, self, staleAfter.Seconds())
 		if err != nil {
@@ -439,6 +443,14 @@ func (d *DB) InterruptOrphanedRuns(ctx context.Context, self string, staleAfter 
 			return err
 		}
 		for _, r := range out {
+			if r.ParentRunID != nil {
+				// A sub-agent waiting for its user dies with its parent:
+				// nothing will take its approval or question any more.
+				if _, err := tx.Exec(ctx, `UPDATE run_steps SET status = 'cancelled', updated_at = now()
+					WHERE run_id = $1 AND status = 'pending'`, r.ID); err != nil {
+					return err
+				}
+			}
 			if r.AssistantMessageID == nil {
 				continue
 			}

@@ -88,7 +88,7 @@ func (e *agentEnv) lastRun(thread int64) db.Run {
 	e.t.Helper()
 	ctx := context.Background()
 	var id int64
-	if err := e.app.Store.Pool.QueryRow(ctx, "SELECT max(id) FROM runs WHERE thread_id = $1", thread).Scan(&id); err != nil {
+	if err := e.app.Store.Pool.QueryRow(ctx, "SELECT max(id) FROM runs WHERE thread_id = $1 AND parent_run_id IS NULL", thread).Scan(&id); err != nil {
 		e.t.Fatal(err)
 	}
 	r, err := e.app.Store.Run(ctx, e.user.ID, id)

@@ -329,7 +329,7 @@ func waitIdle(t *testing.T, store *db.DB, user, thread int64) db.Run {
 		t.Fatalf("thread %d still has active runs: %+v", thread, active)
 	}
 	var id int64
-	if err := store.Pool.QueryRow(ctx, "SELECT max(id) FROM runs WHERE thread_id = $1", thread).Scan(&id); err != nil {
+	if err := store.Pool.QueryRow(ctx, "SELECT max(id) FROM runs WHERE thread_id = $1 AND parent_run_id IS NULL", thread).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
 	r, err := store.Run(ctx, user, id)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"weft/db"
@@ -190,3 +191,28 @@ func fileSize(n int64) string {
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
 }
+
+// subName names a sub-agent on its card and in its approvals.
+func subName(c db.SubRun, of int) string {
+	if of <= 1 {
+		return "Sub-agent"
+	}
+	return "Sub-agent " + strconv.Itoa(c.Sub.Index+1) + " of " + strconv.Itoa(of)
+}
+
+func subActive(c db.SubRun) bool {
+	return c.Status == db.RunRunning || c.Status == db.RunWaiting || c.Status == db.RunQueued
+}
+
+// subWaits reports whether a sub-agent waits for the user (an approval or
+// a question).
+func subWaits(c db.SubRun) bool {
+	for _, s := range c.Steps {
+		if s.Status == db.StepPending && (s.Kind == db.StepApproval || s.Kind == db.StepQuestion) {
+			return true
+		}
+	}
+	return false
+}
+
+func joinNames(names []string) string { return strings.Join(names, ", ") }
