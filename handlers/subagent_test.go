@@ -274,3 +274,33 @@ func TestASubAgentCannotWidenItsToolsOrDelegateAndStopCancelsEveryChild(t *testi
 		t.Errorf("%d hanging child requests were cancelled, want 2", cancelled)
 	}
 }
+
+func TestASubAgentsTextIsSavedLiveWhileItWorksAndItsAnswerReturns(t *testing.T) {
+	t.Parallel()
+	e := newAgentEnv(t, testenv.Options{})
+	thread := e.start(delegation(agent.ToolDelegateTask, map[string]any{"task": "Tell a story. [[tokens:40]] [[slow:100ms]]"}))
+	var parent db.Run
+	var live string
+	if !testwait.Until(20*time.Second, func() bool {
+		parent = e.lastRun(thread)
+		subs := e.subRuns(parent.ID)
+		if len(subs) == 1 && subs[0].Status == db.RunRunning {
+			live = subs[0].Sub.Live
+		}
+		return strings.HasPrefix(live, "tok1 ")
+	}) {
+		t.Fatalf("the child's live text never showed: %+v", e.subRuns(parent.ID))
+	}
+	// The page shows it on the child's card while it works.
+	if page := e.c.Get(fmt.Sprintf("/t/%d", thread)).Body; !strings.Contains(page, `data-testid="subagent-live"`) {
+		t.Error("the page does not show the working child's text")
+	}
+	r, _ := e.finished(thread)
+	subs := e.subRuns(r.ID)
+	if r.Status != db.RunCompleted || len(subs) != 1 || subs[0].Sub.Live != "" || !strings.Contains(subs[0].Sub.Answer, "tok40") {
+		t.Fatalf("parent %s, child %+v", r.Status, subs)
+	}
+	if page := e.c.Get(fmt.Sprintf("/t/%d", thread)).Body; strings.Contains(page, `data-testid="subagent-live"`) {
+		t.Error("a finished child still shows live text")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"weft/db"
@@ -216,3 +217,12 @@ func subWaits(c db.SubRun) bool {
 }
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }
+
+// subTook is how long a finished sub-agent worked.
+func subTook(c db.SubRun) string {
+	d := c.FinishedAt.Sub(*c.StartedAt)
+	if d < time.Second {
+		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+}
