@@ -51,12 +51,14 @@ type config struct {
 	signupLimit  int
 	mediaWorkers int
 	mediaPending int
-	userBytes    int64
-	kbWebOff     bool
-	shell        sandbox.Config
-	s3           *media.S3Config // nil: blobs under WEFT_DATA_DIR/blobs
-	mcp          mcp.Config      // WEFT_MCP_CONFIG
-	hooks        agent.HooksConfig
+	// Sub-agents: rounds, seconds of work and concurrency of each.
+	subRounds, subSeconds, subConcurrency int
+	userBytes                             int64
+	kbWebOff                              bool
+	shell                                 sandbox.Config
+	s3                                    *media.S3Config // nil: blobs under WEFT_DATA_DIR/blobs
+	mcp                                   mcp.Config      // WEFT_MCP_CONFIG
+	hooks                                 agent.HooksConfig
 }
 
 func loadConfig() (config, error) {
@@ -118,6 +120,15 @@ func loadConfig() (config, error) {
 		return c, err
 	}
 	if c.mediaPending, err = envInt("WEFT_MAX_MEDIA_JOBS_PER_USER", 5, 1); err != nil {
+		return c, err
+	}
+	if c.subRounds, err = envInt("WEFT_SUBAGENT_ROUNDS", 10, 1); err != nil {
+		return c, err
+	}
+	if c.subSeconds, err = envInt("WEFT_SUBAGENT_SECONDS", 300, 1); err != nil {
+		return c, err
+	}
+	if c.subConcurrency, err = envInt("WEFT_SUBAGENT_CONCURRENCY", 2, 1); err != nil {
 		return c, err
 	}
 	if c.extractors, err = envInt("WEFT_EXTRACT_WORKERS", extract.DefaultWorkers, 1); err != nil {
@@ -288,7 +299,8 @@ func appConfig(cfg config) app.Config {
 		MCP:          cfg.mcp,
 		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes, WebOff: cfg.kbWebOff},
 		Shell:        &cfg.shell,
-		Agent:        agent.Config{Hooks: cfg.hooks},
+		Agent: agent.Config{Hooks: cfg.hooks, SubagentRounds: cfg.subRounds, SubagentTime: time.Duration(cfg.subSeconds) * time.Second,
+			SubagentConcurrency: cfg.subConcurrency},
 		Media: media.Config{Limits: media.Limits{MaxFileBytes: cfg.attachBytes, MaxFiles: cfg.attachFiles},
 			Workers: cfg.mediaWorkers, MaxPendingPerUser: cfg.mediaPending},
 		HTTP: handlers.Config{

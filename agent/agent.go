@@ -318,6 +318,7 @@ type run struct {
 	// tools called, for a child's evidence summary.
 	effected bool
 	called   []string
+	budget   *budget // a sub-agent's time budget (paused while it waits)
 }
 
 // RunAgent executes (or resumes) an agent run.
@@ -349,6 +350,16 @@ func (a *Agent) RunAgent(ctx context.Context, h *chat.AgentHost) chat.AgentResul
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	if err := a.store.SettlePending(wctx, x.r.ID, db.StepCancelled); err != nil {
 		slog.Warn("settle pending steps", "run", x.r.ID, "err", err)
+	}
+	if st, ok := a.store.(subStore); ok {
+		// A sub-agent whose result could not be recorded ends with it.
+		status := db.RunCancelled
+		if ctx.Err() != nil && h.StopReason() == chat.StopShutdown {
+			status = db.RunInterrupted
+		}
+		if err := st.EndSubRuns(wctx, x.r.ID, status); err != nil {
+			slog.Warn("end sub-agents", "run", x.r.ID, "err", err)
+		}
 	}
 	cancel()
 	x.agentEnd(ctx, x.endStatus(ctx, res), chatResult{err: res.Err, usage: res.Usage})

@@ -51,6 +51,7 @@ const ClassDelegate Class = "delegate"
 // Sub-agent limits.
 const (
 	maxSubTasks      = 6    // tasks in one delegate_parallel call
+	maxSubPerRun     = 24   // tasks delegated by one run in all
 	maxTaskRunes     = 8000 // one task's text
 	maxSubAnswer     = 8000 // bytes of a child's answer in the parent's tool result
 	subLiveEvery     = time.Second
@@ -157,6 +158,9 @@ func parseSubTask(args Args) (subTask, error) {
 	default:
 		return subTask{}, Errorf("tools must be a list of tool names")
 	}
+	if args["tools"] != nil && len(t.Tools) == 0 {
+		return subTask{}, Errorf("tools is empty: name the tools the sub-agent may use, or leave tools out to give it all of yours")
+	}
 	return t, nil
 }
 
@@ -167,6 +171,7 @@ type subStore interface {
 	StartSubRun(ctx context.Context, run int64) error
 	SetSubLive(ctx context.Context, run int64, live string) error
 	FinishSubRun(ctx context.Context, run int64, status, errText string, usage db.Usage, sub db.Subagent) error
+	EndSubRuns(ctx context.Context, parent int64, status string) error
 	Notify(ctx context.Context, kind byte, id int64) error
 }
 
@@ -190,6 +195,10 @@ func delegate(ctx context.Context, env *Env, tasks []subTask) (Result, error) {
 	st, ok := x.a.store.(subStore)
 	if !ok {
 		return Result{}, Errorf("sub-agents are not available on this server")
+	}
+	if x.cp.Delegated+len(tasks) > maxSubPerRun {
+		return Result{}, Errorf("this run already delegated %d tasks; at most %d can be delegated in one run: do the rest yourself",
+			x.cp.Delegated, maxSubPerRun)
 	}
 	call := x.currentCallStep()
 	if call == 0 {
@@ -238,16 +247,23 @@ func delegate(ctx context.Context, env *Env, tasks []subTask) (Result, error) {
 		}
 		kids[i] = &run{a: x.a, h: x.h.Child(r), r: r, sub: &sub}
 	}
+	x.cp.Delegated += len(kids) // saved with the call's result
 	x.h.Stepped()
 	outs := make([]subOutcome, len(kids))
 	sem := make(chan struct{}, max(x.a.cfg.SubagentConcurrency, 1))
 	var wg sync.WaitGroup
 	for i, k := range kids {
+		// Slots are taken here, in task order: the first tasks start
+		// first. Stopped meanwhile, the rest end as not started.
+		held := false
+		select {
+		case sem <- struct{}{}:
+			held = true
+		case <-ctx.Done():
+		}
 		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
+			if held {
 				defer func() { <-sem }()
-			case <-ctx.Done():
 			}
 			outs[i] = k.runSub(ctx, st)
 		})
@@ -286,18 +302,75 @@ func delegate(ctx context.Context, env *Env, tasks []subTask) (Result, error) {
 		b.WriteString("\n")
 	}
 	res.Output = strings.TrimSpace(b.String())
-	if err := ctx.Err(); err != nil {
-		if effected {
-			// Not context.Canceled: a resumed parent must not delegate
-			// again what may have taken effect.
-			return res, fmt.Errorf("the delegation was stopped after its sub-agents made changes: %w", errStoppedWithEffects)
-		}
-		return res, err
+	if ctx.Err() != nil {
+		// Never context.Canceled once children were recorded: a resumed
+		// parent must not delegate again under the same call (its
+		// children may have changed files, and its card would hold two
+		// batches); it reports the delegation's outcome as unknown.
+		return res, errDelegationStopped
 	}
 	return res, nil
 }
 
-var errStoppedWithEffects = errors.New("stopped with effects")
+var errDelegationStopped = errors.New("the delegation was stopped")
+
+var errOutOfTime = errors.New("the sub-agent ran out of its time budget")
+
+// budget is a sub-agent's time budget: it calls out when the time spent
+// working (not waiting for the user) reaches its limit.
+type budget struct {
+	mu      sync.Mutex
+	left    time.Duration
+	since   time.Time
+	timer   *time.Timer
+	out     func()
+	stopped bool
+}
+
+func newBudget(d time.Duration, out func()) *budget {
+	b := &budget{left: d, out: out}
+	b.resume()
+	return b
+}
+
+// pause stops the clock (the sub-agent waits for its user).
+func (b *budget) pause() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.timer == nil || b.stopped {
+		return
+	}
+	if b.timer.Stop() {
+		b.left -= time.Since(b.since)
+	}
+	b.timer = nil
+}
+
+// resume starts the clock again.
+func (b *budget) resume() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.timer != nil || b.stopped {
+		return
+	}
+	b.since = time.Now()
+	b.timer = time.AfterFunc(max(b.left, 0), b.out)
+}
+
+func (b *budget) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopped = true
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+}
 
 func subStatusWord(s string) string {
 	switch s {
@@ -342,11 +415,28 @@ func (x *run) runSub(ctx context.Context, st subStore) subOutcome {
 		slog.Warn("record sub-agent start", "run", x.r.ID, "err", err)
 	}
 	x.h.Stepped()
-	cctx, cancel := context.WithTimeout(ctx, x.a.cfg.SubagentTime)
-	defer cancel()
+	// The time budget runs while it works, not while it waits for its
+	// user's decision (waitFor pauses it).
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	x.budget = newBudget(x.a.cfg.SubagentTime, func() { cancel(errOutOfTime) })
+	defer x.budget.stop()
 	stopLive := x.liveText(cctx, st)
 	res := x.loop(cctx)
 	stopLive()
+	if x.waiting {
+		// It stopped while waiting for its user (its time budget, Stop):
+		// its parent no longer shows waiting for it.
+		x.waiting = false
+		x.h.SetStatus(db.RunRunning)
+	}
+	// A call that did not finish, an approval or question still pending:
+	// settled as cancelled, as a run of its own is.
+	sctx, scancel := context.WithTimeout(bg, 5*time.Second)
+	if err := x.a.store.SettlePending(sctx, x.r.ID, db.StepCancelled); err != nil {
+		slog.Warn("settle sub-agent steps", "run", x.r.ID, "err", err)
+	}
+	scancel()
 	o := subOutcome{sub: sub, usage: res.Usage, effected: x.effected}
 	switch {
 	case res.Done:
@@ -358,7 +448,7 @@ func (x *run) runSub(ctx context.Context, st subStore) subOutcome {
 		o.status, o.err = db.RunInterrupted, "The server stopped while this sub-agent was working."
 	case ctx.Err() != nil:
 		o.status, o.err = db.RunCancelled, "Stopped."
-	case errors.Is(res.Err, context.DeadlineExceeded) || cctx.Err() != nil:
+	case errors.Is(context.Cause(cctx), errOutOfTime):
 		o.status, o.err = db.RunFailed, fmt.Sprintf("It ran out of its time budget (%s).", x.a.cfg.SubagentTime)
 	default:
 		o.status = db.RunFailed
@@ -432,7 +522,7 @@ func (x *run) liveText(ctx context.Context, st subStore) func() {
 				continue
 			}
 			last = text
-			if err := st.SetSubLive(ctx, x.r.ID, capText(text, 16<<10)); err != nil {
+			if err := st.SetSubLive(ctx, x.r.ID, tailText(text, 16<<10)); err != nil {
 				continue
 			}
 			x.h.Stepped()
@@ -443,6 +533,19 @@ func (x *run) liveText(ctx context.Context, st subStore) func() {
 		close(stop)
 		<-done
 	}
+}
+
+// tailText keeps the last n bytes of s (whole characters), marked as cut:
+// a working sub-agent's newest text.
+func tailText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := len(s) - n
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return "…" + s[cut:]
 }
 
 // notifyParent tells the parent's followers on other instances that its

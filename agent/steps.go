@@ -25,6 +25,8 @@ type checkpoint struct {
 	Sources  []db.StepSource `json:"sources,omitempty"`
 	Usage    *tokens         `json:"usage,omitempty"` // nil until a model turn finished
 	Final    *finalAnswer    `json:"final,omitempty"`
+	// Delegated counts the tasks this run delegated (bounded per run).
+	Delegated int `json:"delegated,omitempty"`
 }
 
 // tokens are the run's token counts over its model turns.

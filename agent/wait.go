@@ -18,6 +18,9 @@ func (x *run) waitFor(ctx context.Context, step int64, deadline *time.Time) (db.
 	bg := context.WithoutCancel(ctx)
 	// Settled (even before an adopted run got here): running again.
 	defer x.running(ctx)
+	// A sub-agent's time budget does not run while its user decides.
+	x.budget.pause()
+	defer x.budget.resume()
 	for {
 		s, err := x.a.store.StepByID(ctx, x.r.ID, step)
 		if err != nil {

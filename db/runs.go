@@ -102,7 +102,7 @@ func (d *DB) ClaimNextRun(ctx context.Context, thread int64, instance string, us
 		var busy bool
 		var running int
 		if err := tx.QueryRow(ctx, `SELECT
-				EXISTS (SELECT 1 FROM runs WHERE thread_id = $1 AND status IN ('running', 'waiting')),
+				EXISTS (SELECT 1 FROM runs WHERE thread_id = $1 AND status IN ('running', 'waiting') AND parent_run_id IS NULL),
 				(SELECT count(*) FROM runs WHERE owner_id = $2 AND status IN ('running', 'waiting') AND parent_run_id IS NULL)`, thread, owner).Scan(&busy, &running); err != nil {
 			return err
 		}

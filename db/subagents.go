@@ -87,6 +87,27 @@ func (d *DB) FinishSubRun(ctx context.Context, run int64, status, errText string
 	})
 }
 
+// EndSubRuns ends the sub-agents of a run that are still active when it
+// ends (their result could not be recorded): cancelled, or interrupted
+// with status interrupted, their pending steps cancelled.
+func (d *DB) EndSubRuns(ctx context.Context, parent int64, status string) error {
+	return d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE runs SET status = $2, finished_at = now(),
+				error = CASE WHEN error = '' THEN 'Its parent run ended first.' ELSE error END
+			WHERE parent_run_id = $1 AND status IN ('queued', 'running', 'waiting') RETURNING id`, parent, status)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE run_steps SET status = 'cancelled', updated_at = now()
+			WHERE run_id = ANY($1) AND status IN ('pending', 'running')`, ids)
+		return err
+	})
+}
+
 // subRunsOf loads the sub-agents of the given runs (the user's) with
 // their steps, keyed by the tool-call step that delegated them, in order.
 func subRunsOf(ctx context.Context, q querier, user int64, parents []int64) (map[int64][]SubRun, error) {

@@ -207,6 +207,15 @@ func TestASubAgentCannotWidenItsToolsOrDelegateAndStopCancelsEveryChild(t *testi
 	if len(call.Subagents) != 0 {
 		t.Errorf("a refused delegation started %d sub-agents", len(call.Subagents))
 	}
+	// An empty tools list is refused too (not read as "every tool").
+	e.send(thread, delegation(agent.ToolDelegateTask, map[string]any{"task": "Nothing.", "tools": []string{}}))
+	r, _ = e.finished(thread)
+	for _, s := range e.steps(r.ID) {
+		if s.Kind == db.StepToolCall && s.Data.Tool == agent.ToolDelegateTask &&
+			(s.Status != db.StepError || !strings.Contains(s.Data.Error, "tools is empty") || len(s.Subagents) != 0) {
+			t.Errorf("empty tools: %s %q (%d children)", s.Status, s.Data.Error, len(s.Subagents))
+		}
+	}
 
 	// A child that tries to delegate is refused (one level deep); Stop
 	// while two children hang cancels both, and the parent.
@@ -226,7 +235,8 @@ func TestASubAgentCannotWidenItsToolsOrDelegateAndStopCancelsEveryChild(t *testi
 		// open.
 		open := 0
 		for _, rec := range e.app.Fake.Requests() {
-			if rec.Chat != nil && len(rec.Chat.Messages) > 1 && strings.Contains(rec.Chat.Messages[len(rec.Chat.Messages)-1].Content, "Think long") {
+			if rec.Chat != nil && len(rec.Chat.Messages) > 1 && strings.Contains(rec.Chat.Messages[0].Content, "You are a sub-agent") &&
+				strings.Contains(rec.Chat.Messages[len(rec.Chat.Messages)-1].Content, "Think long") {
 				open++
 			}
 		}
@@ -255,6 +265,19 @@ func TestASubAgentCannotWidenItsToolsOrDelegateAndStopCancelsEveryChild(t *testi
 	if r.Status != db.RunCancelled {
 		t.Errorf("parent %s", r.Status)
 	}
+	// Another user reads none of it: not the steps, not the children.
+	other := agentEnvOn(t, e.app.Store, testenv.Options{Fake: e.app.Fake}, "other@example.com", true)
+	if steps, err := e.app.Store.Steps(context.Background(), other.user.ID, parent.ID); err != nil || len(steps) != 0 {
+		t.Errorf("another user reads %d steps (%v)", len(steps), err)
+	}
+	for _, c := range e.subRuns(parent.ID) {
+		if _, err := e.app.Store.Run(context.Background(), other.user.ID, c.ID); err == nil {
+			t.Errorf("another user reads child run %d", c.ID)
+		}
+		if steps, _ := e.app.Store.Steps(context.Background(), other.user.ID, c.ID); len(steps) != 0 {
+			t.Errorf("another user reads child run %d's steps", c.ID)
+		}
+	}
 	for i, c := range e.subRuns(parent.ID)[1:] {
 		if c.Status != db.RunCancelled {
 			t.Errorf("hanging child %d is %s after Stop", i+1, c.Status)
@@ -265,7 +288,8 @@ func TestASubAgentCannotWidenItsToolsOrDelegateAndStopCancelsEveryChild(t *testi
 	if !testwait.Until(10*time.Second, func() bool {
 		cancelled = 0
 		for _, rec := range e.app.Fake.Requests() {
-			if rec.Cancelled && rec.Chat != nil && len(rec.Chat.Messages) > 1 && strings.Contains(rec.Chat.Messages[len(rec.Chat.Messages)-1].Content, "Think long") {
+			if rec.Cancelled && rec.Chat != nil && len(rec.Chat.Messages) > 1 && strings.Contains(rec.Chat.Messages[0].Content, "You are a sub-agent") &&
+				strings.Contains(rec.Chat.Messages[len(rec.Chat.Messages)-1].Content, "Think long") {
 				cancelled++
 			}
 		}

@@ -226,3 +226,13 @@ func subTook(c db.SubRun) string {
 	}
 	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
 }
+
+// tailClip keeps the last n characters of s: a working sub-agent's newest
+// text.
+func tailClip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n:])
+}

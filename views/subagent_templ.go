@@ -339,7 +339,7 @@ func SubagentCard(c db.SubRun, of int) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var18 string
-			templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(clipText(c.Sub.Live, 4000))
+			templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(tailClip(c.Sub.Live, 4000))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/subagent.templ`, Line: 56, Col: 96}
 			}
