@@ -25,7 +25,8 @@ import (
 //	        overview; none in a temporary thread) → the summary of older
 //	        turns (compaction) → the route's context (retrieved sources,
 //	        agent rules)
-//	then:   the turns of the path to the message being answered that the
+//	then:   the turns of the path to the message being answered that
+//	        follow the last context clear (/clear) on it and that the
 //	        summary does not cover.
 
 // MessageOverhead is the estimate of tokens a chat template adds around
@@ -65,6 +66,7 @@ type Assembly struct {
 	CharsPerToken float64 // the calibration used for the estimate
 	Calibrated    bool    // CharsPerToken was learned from this model's counts
 	Sources       db.ContextSources
+	Cleared       *db.Message // the context clear the sent turns follow (nil: from the root)
 	Summary       *db.Message // the compaction node whose summary was sent
 	Compacted     *db.Message // a compaction node written for this very request
 	// CompactionFailed: older turns should have been summarized first, but
@@ -103,6 +105,12 @@ func (rt *Runtime) Assemble(ctx context.Context, req ContextRequest) (Assembly, 
 		if path, err = rt.store.TurnsTo(ctx, req.User, req.Leaf, rt.cfg.MaxPath); err != nil {
 			return Assembly{}, fmt.Errorf("load path: %w", err)
 		}
+	}
+	// A context clear on the path starts the segment sent: every turn up
+	// to it is skipped, and so is every summary of those turns (only the
+	// compaction nodes under the turns after it are looked up).
+	if a.Cleared, path, err = rt.applyClear(ctx, req.User, req.Thread, path); err != nil {
+		return Assembly{}, fmt.Errorf("load context clears: %w", err)
 	}
 	a.Turns = path
 	if cs.Thread.Compaction && len(path) > 0 {
@@ -204,6 +212,53 @@ func (rt *Runtime) withAttachments(ctx context.Context, user int64, model string
 		out = append(out, msg)
 	}
 	return out, nil
+}
+
+// ClearReader is the part of a Store that reads context clears (/clear).
+// A Store without it (a test double) sends every turn.
+type ClearReader interface {
+	ContextClears(ctx context.Context, user, thread int64, under []int64) ([]db.Message, error)
+}
+
+// applyClear finds the context clear hanging under the deepest message of
+// the path and returns it with the turns after it. A clear under the user
+// message being answered is for what comes after that answer: the message
+// itself is always sent.
+func (rt *Runtime) applyClear(ctx context.Context, user, thread int64, path []db.Message) (*db.Message, []db.Message, error) {
+	cr, ok := rt.store.(ClearReader)
+	if !ok || len(path) == 0 {
+		return nil, path, nil
+	}
+	ids := make([]int64, len(path))
+	for i, m := range path {
+		ids[i] = m.ID
+	}
+	nodes, err := cr.ContextClears(ctx, user, thread, ids)
+	if err != nil || len(nodes) == 0 {
+		return nil, path, err
+	}
+	n, turns := cutAtClear(path, nodes)
+	return n, turns, nil
+}
+
+// cutAtClear is applyClear's choice, over the clear nodes of the path.
+func cutAtClear(path []db.Message, nodes []db.Message) (*db.Message, []db.Message) {
+	at := map[int64]*db.Message{}
+	for i := range nodes { // newest first: keep the first seen per parent
+		if p := nodes[i].ParentID; p != nil && at[*p] == nil {
+			at[*p] = &nodes[i]
+		}
+	}
+	last := len(path) - 1
+	if path[last].Role == db.RoleUser {
+		last--
+	}
+	for i := last; i >= 0; i-- {
+		if n := at[path[i].ID]; n != nil {
+			return n, path[i+1:]
+		}
+	}
+	return nil, path
 }
 
 // applySummary picks the newest compaction node hanging under the deepest

@@ -17,6 +17,9 @@ type MessageItem struct {
 	// shown after it); CompactionOff says the thread does not use it.
 	Compaction    *db.Message
 	CompactionOff bool
+	// Cleared is the context clear hanging under this message (/clear: the
+	// marker shown after it, with its Undo).
+	Cleared *db.Message
 	// Steps are the steps of the agent run that wrote this answer, and
 	// AgentRun that run (nil for other routes).
 	Steps    []db.Step
@@ -35,6 +38,7 @@ type itemReader interface {
 	ActiveRuns(ctx context.Context, user, thread int64) ([]db.Run, error)
 	Branches(ctx context.Context, user, thread int64, msgs []db.Message) (map[int64]db.Branch, error)
 	Compactions(ctx context.Context, user, thread int64, under []int64) ([]db.Message, error)
+	ContextClears(ctx context.Context, user, thread int64, under []int64) ([]db.Message, error)
 	StepsOfMessages(ctx context.Context, user int64, msgs []int64) (map[int64]db.RunSteps, error)
 	Attachments(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Attachment, error)
 	MediaOf(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Media, error)
@@ -68,6 +72,16 @@ func messageItems(ctx context.Context, s itemReader, user int64, t db.Thread, ms
 			summaries[*p] = &nodes[i]
 		}
 	}
+	clears, err := s.ContextClears(ctx, user, t.ID, ids)
+	if err != nil {
+		return nil, err
+	}
+	cleared := map[int64]*db.Message{}
+	for i := range clears { // newest first
+		if p := clears[i].ParentID; p != nil && cleared[*p] == nil {
+			cleared[*p] = &clears[i]
+		}
+	}
 	byMsg := map[int64]*db.Run{}
 	for i := range active {
 		if m := active[i].AssistantMessageID; m != nil {
@@ -95,7 +109,7 @@ func messageItems(ctx context.Context, s itemReader, user int64, t db.Thread, ms
 	out := make([]MessageItem, len(msgs))
 	for i, m := range msgs {
 		out[i] = MessageItem{Message: m, Run: byMsg[m.ID], Branch: branches[m.ID],
-			Compaction: summaries[m.ID], CompactionOff: !t.Compaction,
+			Compaction: summaries[m.ID], CompactionOff: !t.Compaction, Cleared: cleared[m.ID],
 			Attachments: files[m.ID], Media: generated[m.ID]}
 		if rs, ok := steps[m.ID]; ok {
 			out[i].Steps, out[i].AgentRun = rs.Steps, &rs.Run

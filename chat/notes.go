@@ -19,6 +19,8 @@ import (
 //     this instance read it at once;
 //   - Stop asked (db.NoteStop): the run is stopped here if it is live here;
 //   - the run ended (db.NoteEnd): followers read its final message;
+//   - a step was added from outside the run (db.NoteStepped, a /steer):
+//     its watchers here read its steps;
 //   - someone follows the run elsewhere (db.NoteFollow, renewed by the
 //     follower): while it is live here its progress is saved every
 //     FollowedFlushEvery instead of FlushEvery;
@@ -110,6 +112,13 @@ func (rt *Runtime) note(n db.Note) {
 	case db.NoteStop:
 		if lr := rt.liveRun(n.ID); lr != nil {
 			lr.stop(StopUser)
+		}
+		rt.notes.wake(n.ID, false)
+	case db.NoteStepped:
+		// A step added from outside the run (a /steer, on any instance):
+		// its watchers here read the steps now.
+		if lr := rt.liveRun(n.ID); lr != nil {
+			lr.stepped()
 		}
 		rt.notes.wake(n.ID, false)
 	case db.NoteFollow:

@@ -24,7 +24,7 @@ const (
 	// StepSteer is a message the user sent to a running agent run with
 	// /steer (Content): pending until the loop takes it at its next round
 	// boundary (ok, moved to the end of the trace, Round set), or
-	// cancelled when the run ended first.
+	// StepNotTaken when the run ended first (FinishRun).
 	StepSteer = "steer"
 )
 

@@ -93,7 +93,7 @@ func settleOwned(ctx context.Context, tx pgx.Tx, user, step int64, kind, status 
 // and failures: cancelled).
 func (d *DB) SettlePending(ctx context.Context, run int64, status string) error {
 	_, err := d.q().Exec(ctx, `UPDATE run_steps SET status = $2, updated_at = now()
-		WHERE run_id = $1 AND status IN ('pending', 'running')`, run, status)
+		WHERE run_id = $1 AND status IN ('pending', 'running') AND kind <> 'steer'`, run, status)
 	return err
 }
 

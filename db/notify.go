@@ -27,6 +27,7 @@ const (
 	NoteEnd      = 'e' // run: it ended (its final message is stored)
 	NoteFollow   = 'f' // run: someone follows it from another instance
 	NoteQueued   = 'q' // user: has queued runs that may start now
+	NoteStepped  = 't' // run: a step was added from outside the run (a /steer), read its steps
 )
 
 // Note is one notification on RunChannel.

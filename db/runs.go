@@ -353,7 +353,10 @@ func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, 
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // the run went with its thread: nothing to tell
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return settleLateSteers(ctx, tx, run)
 	})
 	if err != nil || owner == 0 {
 		return m, mapErr(err)

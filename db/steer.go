@@ -29,8 +29,12 @@ func (d *DB) AddSteer(ctx context.Context, user, run int64, text string) (Step, 
 		if status != RunQueued && status != RunRunning && status != RunWaiting {
 			return ErrRunNotActive
 		}
-		s, err = insertStep(ctx, tx, run, StepSteer, StepPending, StepData{Content: text})
-		return err
+		if s, err = insertStep(ctx, tx, run, StepSteer, StepPending, StepData{Content: text}); err != nil {
+			return err
+		}
+		// In the transaction: the instance running it shows the pending
+		// card to its watchers at once, followers elsewhere read its steps.
+		return notifyRuns(ctx, tx, NoteStepped, []int64{run})
 	})
 	return s, mapErr(err)
 }
@@ -79,4 +83,36 @@ func (d *DB) TakeSteers(ctx context.Context, run int64, round int, build func(st
 		return nil, mapErr(err)
 	}
 	return taken, nil
+}
+
+// StepNotTaken is the status of a steering message still pending when its
+// run ended: it arrived after the last round boundary (while the model
+// wrote its final answer, or as the run stopped), so the model never saw it.
+const StepNotTaken = "not_taken"
+
+// settleLateSteers settles a finishing run's pending steering messages as
+// not taken and moves them to the end of its steps (after the final
+// answer's turn, where the run ended). FinishRun calls it after it updated
+// the run's row: AddSteer locks that row and checks the run is active, so
+// a steer is either settled here or refused, never left pending.
+func settleLateSteers(ctx context.Context, tx pgx.Tx, run int64) error {
+	_, err := tx.Exec(ctx, `UPDATE run_steps s SET status = $2, updated_at = now(), seq = top.seq + late.n
+		FROM (SELECT max(seq) AS seq FROM run_steps WHERE run_id = $1) top,
+		     (SELECT id, row_number() OVER (ORDER BY seq) AS n FROM run_steps
+		      WHERE run_id = $1 AND kind = $3 AND status = 'pending') late
+		WHERE s.id = late.id`, run, StepNotTaken, StepSteer)
+	return err
+}
+
+// LateSteers returns the steering messages the newest finished run of one
+// of the user's threads did not take (StepNotTaken), oldest first.
+func (d *DB) LateSteers(ctx context.Context, user, thread int64) ([]Step, error) {
+	rows, err := d.q().Query(ctx, `SELECT `+prefixed("s.", stepCols)+` FROM run_steps s
+		WHERE s.kind = $3 AND s.status = $4 AND s.run_id = (SELECT max(r.id) FROM runs r
+			WHERE r.thread_id = $1 AND r.owner_id = $2 AND r.status NOT IN ('queued', 'running', 'waiting'))
+		ORDER BY s.seq`, thread, user, StepSteer, StepNotTaken)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Step])
 }

@@ -78,7 +78,7 @@ func (d *DB) Branches(ctx context.Context, user, thread int64, msgs []Message) (
 // starts.
 const newestLeafSQL = `WITH RECURSIVE down AS (
 		SELECT m.id, m.thread_id, 0 AS depth FROM messages m JOIN threads t ON t.id = m.thread_id
-		WHERE m.id = $1 AND t.owner_id = $2 AND NOT (m.role = 'system' AND m.metadata->>'kind' = 'compaction')
+		WHERE m.id = $1 AND t.owner_id = $2 AND NOT (m.role = 'system' AND m.metadata->>'kind' IN ('compaction', 'clear'))
 		UNION ALL
 		SELECT c.id, c.thread_id, down.depth + 1 FROM down
 		JOIN LATERAL (SELECT id, thread_id FROM messages WHERE parent_id = down.id AND role <> 'system'

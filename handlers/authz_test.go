@@ -69,6 +69,13 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	M := fmt.Sprint(*first.AssistantMessageID)
 	freshThread := func() string { return fmt.Sprintf("/t/%d/delete", newThread().Thread.ID) }
 	freshMessage := func() string { return fmt.Sprintf("/m/%d/delete", newThread().User.ID) }
+	freshClear := func() string {
+		c, err := store.AddContextClear(ctx, u.ID, newThread().User.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("/clears/%d/undo", c.ID)
+	}
 	U := fmt.Sprint(*first.UserMessageID)
 	newRole := func(name string) db.Role {
 		r, err := store.CreateRole(ctx, u.ID, db.RoleInput{Name: name, Prompt: "Be brief."})
@@ -195,6 +202,7 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/m/{id}/select", "/m/" + M + "/select", nil, nil, want{303, 404, login}},
 		{"POST", "/m/{id}/fork", "/m/" + M + "/fork", nil, nil, want{303, 404, login}},
 		{"POST", "/m/{id}/delete", "", nil, freshMessage, want{303, 404, login}},
+		{"POST", "/clears/{id}/undo", "", nil, freshClear, want{303, 404, login}},
 		{"GET", "/search", "/search?q=hi", nil, nil, want{200, 200, login}},
 		{"GET", "/archived", "/archived", nil, nil, want{200, 200, login}},
 		{"GET", "/import", "/import", nil, nil, want{200, 200, login}},

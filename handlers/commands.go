@@ -105,6 +105,10 @@ func (h *threads) runCommand(w http.ResponseWriter, r *http.Request, u db.User, 
 		h.cmdQueue(w, r, u, in, t, c.arg)
 	case "/status":
 		h.cmdStatus(w, r, u, in, t)
+	case "/clear":
+		h.cmdClear(w, r, u, in, t)
+	case "/temporary":
+		h.cmdTemporary(w, r, u, in, t, c.arg)
 	case "/retry":
 		h.cmdRetry(w, r, u, in, t)
 	case "/image":

@@ -18,6 +18,7 @@ import (
 type steerStore interface {
 	AddSteer(ctx context.Context, user, run int64, text string) (db.Step, error)
 	Steps(ctx context.Context, user, run int64) ([]db.Step, error)
+	LateSteers(ctx context.Context, user, thread int64) ([]db.Step, error)
 }
 
 // maxSteerRunes bounds a steering message.
@@ -169,6 +170,18 @@ func (h *threads) cmdStatus(w http.ResponseWriter, r *http.Request, u db.User, i
 			parts = append(parts, "Waiting for your answer to a question.")
 		case db.StepSteer:
 			parts = append(parts, "Steering not yet taken: “"+s.Data.Content+"”.")
+		}
+	}
+	if cur == nil {
+		// Sent while the model wrote its final answer: the run ended
+		// without taking it.
+		late, err := st.LateSteers(ctx, u.ID, t.ID)
+		if err != nil {
+			serverError(w, r, err)
+			return
+		}
+		for _, s := range late {
+			parts = append(parts, "Steering not taken: “"+s.Data.Content+"” arrived after the agent's last round; send it as a message.")
 		}
 	}
 	parts = append(parts, "Model: "+orNone(t.Model)+".")

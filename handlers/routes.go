@@ -273,6 +273,7 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Post("/m/{id}/select", ms.selectBranch)
 	r.Post("/m/{id}/fork", ms.fork)
 	r.Post("/m/{id}/delete", ms.delete)
+	r.Post("/clears/{id}/undo", th.undoClear)
 	r.Post("/runs/{id}/cancel", e.runs.cancel)
 
 	r.Post("/t/{id}/move", mg.move)

@@ -38,6 +38,17 @@ func traceRounds(steps []db.Step) []traceRound {
 	return out
 }
 
+// hasLateSteer reports whether a steering message arrived after the run's
+// last round (the trace opens to show it).
+func hasLateSteer(steps []db.Step) bool {
+	for _, s := range steps {
+		if s.Kind == db.StepSteer && s.Status == db.StepNotTaken {
+			return true
+		}
+	}
+	return false
+}
+
 func countKind(steps []db.Step, kind string) int {
 	n := 0
 	for _, s := range steps {
