@@ -35,7 +35,20 @@ func (rt *Runtime) SummarizeBranch(user int64, s db.BranchSummary) {
 	if !ok || s.Status != db.SummaryPending {
 		return
 	}
+	// Added under the lock, before Shutdown can wait: a summary left while
+	// the runtime stops says so at once instead of stalling.
+	rt.mu.Lock()
+	if rt.closing {
+		rt.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := st.FinishBranchSummary(ctx, user, s.ID, s.Attempt, "", "", "The server was stopping, so the summary was not written. Retry it."); err != nil && !errors.Is(err, db.ErrNotFound) {
+			slog.Warn("store branch summary", "summary", s.ID, "err", err)
+		}
+		return
+	}
 	rt.wg.Add(1)
+	rt.mu.Unlock()
 	go func() {
 		defer rt.wg.Done()
 		rt.summarizeBranch(st, user, s.ID, s.Attempt)
