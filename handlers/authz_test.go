@@ -165,6 +165,36 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		return fmt.Sprintf("/memory/%d/delete", newMemory(fmt.Sprint("gone ", memN)).ID)
 	}
 
+	// Labels and branch summaries (issue 17).
+	newLabel := func(name string) db.Label {
+		l, err := store.AddLabel(ctx, u.ID, *first.AssistantMessageID, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	LB := fmt.Sprint(newLabel("kept").ID)
+	freshLabel := func() string { return fmt.Sprintf("/labels/%d/delete", newLabel("gone").ID) }
+	newSummary := func() db.BranchSummary { // a failed summary of a branch left
+		s := newThread()
+		if _, err := store.EditMessage(ctx, u.ID, s.User.ID, "edited", db.Fixed(db.RouteChat)); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.SetSummarizeBranches(ctx, u.ID, s.Thread.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		sw, err := store.LeaveBranch(ctx, u.ID, s.User.ID)
+		if err != nil || sw.Summary == nil {
+			t.Fatalf("leave a branch: %+v %v", sw, err)
+		}
+		if err := store.FinishBranchSummary(ctx, u.ID, sw.Summary.ID, sw.Summary.Attempt, "", "", "it failed"); err != nil {
+			t.Fatal(err)
+		}
+		return *sw.Summary
+	}
+	BS := fmt.Sprint(newSummary().ID)
+	freshSummary := func() string { return fmt.Sprintf("/branch-summaries/%d/delete", newSummary().ID) }
+
 	const (
 		login = "→/login"
 		self  = "any" // a route with no object id: the other user acts on their own data
@@ -229,6 +259,14 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/memory/extract", "/memory/extract", url.Values{"extract": {"false"}}, nil, want{303, 303, login}},
 		{"POST", "/memory/{id}", "/memory/" + MEM, url.Values{"fact": {"likes green tea"}}, nil, want{303, 404, login}},
 		{"POST", "/memory/{id}/delete", "", nil, freshMemory, want{303, 404, login}},
+		{"POST", "/m/{id}/labels", "/m/" + M + "/labels", url.Values{"name": {"key answer"}}, nil, want{303, 404, login}},
+		{"POST", "/labels/{id}/rename", "/labels/" + LB + "/rename", url.Values{"name": {"renamed"}}, nil, want{303, 404, login}},
+		{"POST", "/labels/{id}/jump", "/labels/" + LB + "/jump", nil, nil, want{303, 404, login}},
+		{"POST", "/labels/{id}/delete", "", nil, freshLabel, want{303, 404, login}},
+		{"POST", "/t/{id}/branch-summaries", "/t/" + T + "/branch-summaries", url.Values{"summarize": {"false"}}, nil, want{303, 404, login}},
+		{"GET", "/branch-summaries/{id}", "/branch-summaries/" + BS, nil, nil, want{200, 404, login}},
+		{"POST", "/branch-summaries/{id}/retry", "/branch-summaries/" + BS + "/retry", nil, nil, want{303, 404, login}},
+		{"POST", "/branch-summaries/{id}/delete", "", nil, freshSummary, want{303, 404, login}},
 		{"GET", "/t/{id}/temporary", "/t/" + T + "/temporary", nil, nil, want{200, 404, login}},
 		{"POST", "/t/{id}/temporary", "/t/" + T + "/temporary", url.Values{"temporary": {"false"}}, nil, want{303, 404, login}},
 		{"GET", "/settings", "/settings", nil, nil, want{200, 200, login}},

@@ -111,6 +111,8 @@ func (h *threads) runCommand(w http.ResponseWriter, r *http.Request, u db.User, 
 		h.cmdTemporary(w, r, u, in, t, c.arg)
 	case "/retry":
 		h.cmdRetry(w, r, u, in, t)
+	case "/label":
+		h.cmdLabel(w, r, u, in, t, c.arg)
 	case "/image":
 		h.cmdImage(w, r, u, in, t, c.arg)
 	}

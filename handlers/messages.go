@@ -93,7 +93,7 @@ func (h *messages) selectBranch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, _ := currentUser(r)
-	thread, err := h.store.SelectBranch(r.Context(), u.ID, id)
+	thread, err := leaveBranch(r.Context(), h.store, h.rt, u.ID, id)
 	if err != nil {
 		storeError(w, r, err)
 		return

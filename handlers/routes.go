@@ -275,6 +275,7 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Post("/m/{id}/delete", ms.delete)
 	r.Post("/clears/{id}/undo", th.undoClear)
 	r.Post("/runs/{id}/cancel", e.runs.cancel)
+	e.treeRoutes(r) // labels and branch summaries
 
 	r.Post("/t/{id}/move", mg.move)
 	r.Get("/t/{id}/export.{format}", mg.export)

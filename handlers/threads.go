@@ -78,6 +78,7 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 	p := views.ThreadPage{Thread: t, Workspaces: s.Workspaces, Messages: messageViews(r.Context(), h.store, u.ID, v.Messages, s.Models),
 		More: v.More, OtherBranch: v.OtherBranch, AwaitTitle: v.AwaitTitle, Roles: v.Roles, Usage: v.Usage,
 		ImagesOn: h.media.ImagesEnabled(r.Context()),
+		Tree:     threadTree(r.Context(), h.store, u.ID, t.ID),
 		Composer: views.ComposerData{
 			Action: fmt.Sprintf("/t/%d/messages", t.ID), WorkspaceID: ws.ID, Models: s.Models, ModelWhere: s.ModelWhere, Model: t.Model, Append: true,
 			ThreadID: t.ID, Roles: v.Roles, RoleID: t.RoleID, KBs: v.KBs, Attached: kbIDs(v.Attached),
@@ -124,6 +125,7 @@ func messageViews(ctx context.Context, s bodyStore, user int64, items []chat.Mes
 	}
 	fillBodies(ctx, s, user, out)
 	fillCommands(ctx, s, user, out)
+	fillTree(ctx, s, user, out)
 	return out
 }
 

@@ -104,6 +104,9 @@ type MessageView struct {
 	// Commands are the slash commands typed after this message, with
 	// their replies (never sent to the model).
 	Commands []db.CommandEntry
+	// Tree is the message's labels and the summaries of the branches
+	// forking off beside it (never sent to the model).
+	Tree MessageTree
 }
 
 // ThreadPage is the main column of /t/{id}.
@@ -117,7 +120,8 @@ type ThreadPage struct {
 	Composer    ComposerData
 	Roles       []db.Role
 	Usage       db.UsageTotals
-	ImagesOn    bool // image generation is configured
+	ImagesOn    bool       // image generation is configured
+	Tree        ThreadTree // the thread's labels, its branch summary setting
 }
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }
