@@ -105,6 +105,8 @@ func (h *threads) runCommand(w http.ResponseWriter, r *http.Request, u db.User, 
 		h.cmdQueue(w, r, u, in, t, c.arg)
 	case "/status":
 		h.cmdStatus(w, r, u, in, t)
+	case "/goal":
+		h.cmdGoal(w, r, u, in, t, c.arg)
 	case "/retry":
 		h.cmdRetry(w, r, u, in, t)
 	case "/image":
