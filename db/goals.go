@@ -318,7 +318,9 @@ func (d *DB) GoalRunSettled(ctx context.Context, s GoalSettled) (GoalAfterRun, e
 		}
 		cont := g.ContinuationRunID != nil && *g.ContinuationRunID == s.Run
 		changed := false
-		if cont && s.Tokens > 0 {
+		// An interrupted run is resumed as the same run, its usage kept
+		// and counted when it settles for good.
+		if cont && s.Tokens > 0 && s.Status != RunInterrupted {
 			g.TokensUsed += s.Tokens
 			changed = true
 		}
