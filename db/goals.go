@@ -308,7 +308,8 @@ type GoalAfterRun struct {
 // against the budget; a continuation stopped by its user or failed pauses
 // the goal; a completed run of an active goal is claimed for judgement —
 // once per run, whichever instance asks — unless the thread has queued runs
-// (the user's next message goes first, and its run is judged).
+// (the user's next message goes first, and its run is judged) or the run
+// ended before the goal was set or last resumed.
 func (d *DB) GoalRunSettled(ctx context.Context, s GoalSettled) (GoalAfterRun, error) {
 	var out GoalAfterRun
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -336,11 +337,15 @@ func (d *DB) GoalRunSettled(ctx context.Context, s GoalSettled) (GoalAfterRun, e
 			endGoal(&g, GoalPaused, "The continuation failed: the goal is paused. /goal resume tries again.", now)
 			out.Paused, changed = true, true
 		case s.Status == RunCompleted && g.Status == GoalActive && (g.JudgedRunID == nil || *g.JudgedRunID < s.Run):
-			var queued bool
-			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE thread_id = $1 AND status = 'queued')", s.Thread).Scan(&queued); err != nil {
+			// A run that ended before the goal was set or resumed is not
+			// judged (its goroutine may come late), nor one with runs
+			// queued behind it.
+			var queued, before bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE thread_id = $1 AND status = 'queued'),
+					COALESCE((SELECT finished_at < $3 FROM runs WHERE id = $2), false)`, s.Thread, s.Run, g.ActiveSince).Scan(&queued, &before); err != nil {
 				return err
 			}
-			if !queued {
+			if !queued && !before {
 				run := s.Run
 				g.JudgedRunID, g.Checking = &run, true
 				out.Judge, changed = true, true

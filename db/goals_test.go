@@ -11,15 +11,18 @@ import (
 	"weft/internal/testenv"
 )
 
-// agentThread is a thread of user with the agent on whose first run
-// completed.
+// agentThread is a thread of user with the agent on, its first run queued.
 func agentThread(t *testing.T, store *db.DB, user int64, ws db.Workspace) db.Sent {
 	t.Helper()
-	sent := send(t, store, user, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "hi", Kind: db.RouteAgent, SetAgent: true, Agent: true})
+	return send(t, store, user, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "hi", Kind: db.RouteAgent, SetAgent: true, Agent: true})
+}
+
+// complete ends a run of sent as completed.
+func complete(t *testing.T, store *db.DB, sent db.Sent) {
+	t.Helper()
 	if _, err := store.FinishRun(context.Background(), sent.Run.ID, sent.Assistant.ID, db.Finish{RunStatus: db.RunCompleted, MsgStatus: db.MsgComplete, Content: "hello"}); err != nil {
 		t.Fatal(err)
 	}
-	return sent
 }
 
 func verdict(user, thread, run int64, met bool) db.GoalVerdict {
@@ -37,6 +40,7 @@ func TestAGoalIsItsThreadOwnersAlone(t *testing.T) {
 	alice, aws := newUser(t, store, "goal-alice@example.com")
 	bob, _ := newUser(t, store, "goal-bob@example.com")
 	sent := agentThread(t, store, alice.ID, aws)
+	complete(t, store, sent)
 	th := sent.Thread.ID
 	g, err := store.SetGoal(ctx, alice.ID, th, "ship it")
 	if err != nil || g.Status != db.GoalActive || g.MaxRuns != db.DefaultGoalRuns || g.MaxTokens != db.DefaultGoalTokens || g.MaxSeconds != db.DefaultGoalSeconds {
@@ -83,6 +87,16 @@ func TestARunIsJudgedOnceAndItsVerdictAppliedOnce(t *testing.T) {
 	if _, err := store.SetGoal(ctx, u.ID, th, "ship it"); err != nil {
 		t.Fatal(err)
 	}
+	// A run that ended before the goal was set is not judged.
+	early := agentThread(t, store, u.ID, ws)
+	complete(t, store, early)
+	if _, err := store.SetGoal(ctx, u.ID, early.Thread.ID, "ship it"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := store.GoalRunSettled(ctx, db.GoalSettled{User: u.ID, Thread: early.Thread.ID, Run: early.Run.ID, Status: db.RunCompleted}); err != nil || out.Judge {
+		t.Errorf("a run that ended before the goal was claimed: %+v %v", out, err)
+	}
+	complete(t, store, sent)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	judges := 0
@@ -155,6 +169,7 @@ func TestTheBudgetStopsAGoalAndResumeNeedsRoom(t *testing.T) {
 	if _, err := store.SetGoal(ctx, u.ID, th, "ship it"); err != nil {
 		t.Fatal(err)
 	}
+	complete(t, store, sent)
 	zero := 0
 	if _, err := store.SetGoalBudget(ctx, u.ID, th, db.GoalBudget{Runs: &zero}); err != nil {
 		t.Fatal(err)
