@@ -86,6 +86,9 @@ func (rt *Runtime) finish(ctx context.Context, lr *liveRun, r db.Run, fin db.Fin
 	if err == nil && fin.RunStatus == db.RunCompleted && rt.cfg.Answered != nil {
 		rt.cfg.Answered(r.OwnerID, r.ThreadID, lr.msgID)
 	}
+	if err == nil {
+		rt.goalSettled(r, fin, lr.msgID) // goal mode: judged here, where the run settled (chat/goal.go)
+	}
 }
 
 // ModelError is a failure that the model server's client returned (not

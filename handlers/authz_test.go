@@ -159,6 +159,9 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		return m
 	}
 	MEM := fmt.Sprint(newMemory("likes tea").ID)
+	if _, err := store.SetGoal(ctx, u.ID, first.ThreadID, "answer every question"); err != nil {
+		t.Fatal(err)
+	}
 	memN := 0
 	freshMemory := func() string {
 		memN++
@@ -269,6 +272,8 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/branch-summaries/{id}/delete", "", nil, freshSummary, want{303, 404, login}},
 		{"GET", "/t/{id}/temporary", "/t/" + T + "/temporary", nil, nil, want{200, 404, login}},
 		{"POST", "/t/{id}/temporary", "/t/" + T + "/temporary", url.Values{"temporary": {"false"}}, nil, want{303, 404, login}},
+		{"GET", "/t/{id}/goal", "/t/" + T + "/goal", nil, nil, want{200, 404, login}},
+		{"POST", "/t/{id}/goal", "/t/" + T + "/goal", url.Values{"action": {"budget"}, "runs": {"2"}, "tokens": {"2000"}, "minutes": {"5"}}, nil, want{303, 404, login}},
 		{"GET", "/settings", "/settings", nil, nil, want{200, 200, login}},
 		{"POST", "/settings/instructions", "/settings/instructions", url.Values{"instructions": {"I am a chemist."}}, nil, want{303, 303, login}},
 		{"GET", "/kb", "/kb", nil, nil, want{200, 200, login}},

@@ -109,6 +109,8 @@ func (h *threads) runCommand(w http.ResponseWriter, r *http.Request, u db.User, 
 		h.cmdClear(w, r, u, in, t)
 	case "/temporary":
 		h.cmdTemporary(w, r, u, in, t, c.arg)
+	case "/goal":
+		h.cmdGoal(w, r, u, in, t, c.arg)
 	case "/retry":
 		h.cmdRetry(w, r, u, in, t)
 	case "/label":

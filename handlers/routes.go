@@ -153,6 +153,7 @@ type endpoints struct {
 	hooks      *hookPages
 	media      *mediaPages
 	admin      *admin
+	goals      *goalPanel
 }
 
 // newEndpoints builds every handler once. The shell (the page frame) and
@@ -183,6 +184,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		hooks:      &hookPages{store: store, ag: ag, shell: shell},
 		media:      &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell},
 		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers, mcp: cfg.MCP},
+		goals:      &goalPanel{store: store, rt: rt},
 	}
 }
 
@@ -267,6 +269,8 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Get("/t/{id}/history", th.history)
 	r.Get("/t/{id}/context", th.context)
 	r.Post("/t/{id}/settings", th.settings)
+	r.Get("/t/{id}/goal", e.goals.show)
+	r.Post("/t/{id}/goal", e.goals.act)
 	r.Post("/m/{id}/retry", ms.retry)
 	r.Post("/m/{id}/edit", ms.edit)
 	r.Post("/m/{id}/continue", ms.continueAnswer)
