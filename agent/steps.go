@@ -25,6 +25,11 @@ type checkpoint struct {
 	Sources  []db.StepSource `json:"sources,omitempty"`
 	Usage    *tokens         `json:"usage,omitempty"` // nil until a model turn finished
 	Final    *finalAnswer    `json:"final,omitempty"`
+	// Checkpoint is the summary of the older rounds that Messages[0]
+	// stands for (compact.go); CompactFailed the round whose summary
+	// could not be written.
+	Checkpoint    *runCheckpoint `json:"checkpoint,omitempty"`
+	CompactFailed int            `json:"compact_failed,omitempty"`
 }
 
 // tokens are the run's token counts over its model turns.

@@ -24,7 +24,7 @@ func traceRounds(steps []db.Step) []traceRound {
 		switch s.Kind {
 		case db.StepModelTurn:
 			out = append(out, traceRound{Turn: &steps[i]})
-		case db.StepToolCall, db.StepApproval, db.StepQuestion, db.StepSteer:
+		case db.StepToolCall, db.StepApproval, db.StepQuestion, db.StepSteer, db.StepCompaction:
 			if len(out) == 0 {
 				out = append(out, traceRound{})
 			}
@@ -189,4 +189,19 @@ func fileSize(n int64) string {
 		return strconv.FormatInt(n>>10, 10) + " KB"
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// checkpointSpan names the rounds a checkpoint covers.
+func checkpointSpan(covers int) string {
+	if covers <= 1 {
+		return "round 1"
+	}
+	return "rounds 1–" + strconv.Itoa(covers)
+}
+
+func checkpointTrigger(trigger string) string {
+	if trigger == db.CompactOverflow {
+		return "the next request would not have fit the context window"
+	}
+	return "the run's own rounds filled most of the context window"
 }
