@@ -20,8 +20,8 @@ import (
 // model request, at the round boundary after the tools' results are in,
 // compactRounds looks at how much of the window they take:
 //
-//   - past runShare of the room the history leaves them (or the thread's
-//     compaction fill), the older rounds are summarized into a checkpoint
+//   - past runShare of the room the assembled context leaves them, the
+//     older rounds are summarized into a checkpoint
 //     (trigger after_tools), so that the next rounds fit uncut;
 //   - when the next request would not fit at all, the same happens first
 //     (trigger overflow).
@@ -75,8 +75,7 @@ func (x *run) compactRounds(ctx context.Context, asm chat.Assembly) error {
 	if asm.Budget <= 0 || len(x.cp.Messages) == 0 {
 		return nil
 	}
-	on, at := x.h.Compaction(asm)
-	if !on {
+	if !asm.Sources.Thread.Compaction {
 		return nil // compaction is off for the thread: only cutting
 	}
 	est := func(m []api.Message) int { return x.h.EstimateTokens(asm, m) }
@@ -90,7 +89,7 @@ func (x *run) compactRounds(ctx context.Context, asm chat.Assembly) error {
 	switch {
 	case own > room:
 		trigger = db.CompactOverflow
-	case float64(own) > runShare*float64(room), asm.NumCtx > 0 && float64(fixed+own) > at*float64(asm.NumCtx):
+	case float64(own) > runShare*float64(room):
 		trigger = db.CompactAfterTools
 	default:
 		return nil

@@ -71,12 +71,6 @@ func (h *AgentHost) SummarizeRun(ctx context.Context, a Assembly, prompt string,
 		a.Model, a.NumCtx, a.CharsPerToken, prev, lines)
 }
 
-// Compaction reports whether the thread has compaction switched on, and
-// the context fill past which it compacts (the instance's setting).
-func (h *AgentHost) Compaction(a Assembly) (on bool, at float64) {
-	return a.Sources.Thread.Compaction, h.rt.cfg.CompactAt
-}
-
 // DescribeError is what the user is told about a failed model request
 // (a summary that could not be written), without paths or internals.
 func (h *AgentHost) DescribeError(err error, model string) string {

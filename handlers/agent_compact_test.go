@@ -237,6 +237,13 @@ func TestALongAgentRunSummarizesItsOlderRoundsIntoACheckpointAndKeepsTheLedger(t
 			t.Errorf("the answer does not list step%d.txt", i)
 		}
 	}
+	if want := fmt.Sprintf("· %d checkpoints", len(cps)); !strings.Contains(page, want) {
+		t.Errorf("the folded trace does not say %q", want)
+	}
+	debug := e.c.Get(fmt.Sprintf("/t/%d/debug", thread)).Body
+	if n := strings.Count(debug, `data-testid="debug-checkpoint" data-status="ok"`); n != len(cps) {
+		t.Errorf("the debug view lists %d checkpoints, want %d", n, len(cps))
+	}
 }
 
 func TestAnAgentRunResumedAfterACheckpointGoesOnFromIt(t *testing.T) {
