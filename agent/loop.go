@@ -184,6 +184,12 @@ func (x *run) routeContext(ctx context.Context, avail []Availability) string {
 // modelTurn sends one model request and records its answer; done is true
 // when the model answered without calling a tool.
 func (x *run) modelTurn(ctx context.Context, asm chat.Assembly, tools api.Tools) (done bool, err error) {
+	// Older rounds that no longer fit are summarized into a checkpoint
+	// first; what still does not fit (the summary failed, or the newest
+	// round alone is too long) is cut.
+	if err := x.compactRounds(ctx, asm); err != nil {
+		return false, err
+	}
 	fixed := x.h.EstimateTokens(asm, asm.Messages)
 	own := fitToolResults(x.cp.Messages, fixed, asm.Budget, func(m []api.Message) int { return x.h.EstimateTokens(asm, m) })
 	msgs := append(append([]api.Message(nil), asm.Messages...), own...)

@@ -27,6 +27,11 @@ type checkpoint struct {
 	Final    *finalAnswer    `json:"final,omitempty"`
 	// Delegated counts the tasks this run delegated (bounded per run).
 	Delegated int `json:"delegated,omitempty"`
+	// Checkpoint is the summary of the older rounds that Messages[0]
+	// stands for (compact.go); CompactFailed the round whose summary
+	// could not be written.
+	Checkpoint    *runCheckpoint `json:"checkpoint,omitempty"`
+	CompactFailed int            `json:"compact_failed,omitempty"`
 }
 
 // tokens are the run's token counts over its model turns.

@@ -43,6 +43,9 @@ type AgentHost struct {
 	// steps, status and Stop are its parent's.
 	parent *AgentHost
 	waits  *atomic.Int32 // sub-agents of this run waiting for the user
+	// historyFailed: summarizing the thread's history failed once in
+	// this run; its later requests go out without trying again.
+	historyFailed bool
 }
 
 // Child returns the host of a sub-agent's run r of this run. Its model
@@ -76,10 +79,38 @@ func (h *AgentHost) AssembleTask(ctx context.Context, routeContext, task string)
 }
 
 // Assemble builds the run's request (system prompt, role, summary, the
-// route context, the path), like every route's.
+// route context, the path), like every route's; when the thread's history
+// no longer fits, its older turns are first summarized into a compaction
+// node, as before a chat answer (a failed summary is not tried again in
+// this run: the request goes out without it).
 func (h *AgentHost) Assemble(ctx context.Context, routeContext string) (Assembly, error) {
-	return h.rt.Assemble(ctx, ContextRequest{User: h.Run.OwnerID, Thread: h.Run.ThreadID,
-		Leaf: *h.Run.UserMessageID, Model: h.Run.Model, RouteContext: routeContext})
+	req := ContextRequest{User: h.Run.OwnerID, Thread: h.Run.ThreadID,
+		Leaf: *h.Run.UserMessageID, Model: h.Run.Model, RouteContext: routeContext}
+	a, err := h.rt.Assemble(ctx, req)
+	if err != nil || h.historyFailed {
+		return a, err
+	}
+	a, err = h.rt.compactHistory(ctx, h.lr, h.Run, req, a)
+	h.historyFailed = a.CompactionFailed
+	return a, err
+}
+
+// SummarizeRun writes an agent run's checkpoint with the thread
+// compaction's summary machinery: lines are the transcript of the rounds
+// summarized (one entry per message), prev the run's earlier checkpoint
+// summary to merge, prompt the instructions, maxTokens the longest
+// summary. The run shows "summarizing" meanwhile.
+func (h *AgentHost) SummarizeRun(ctx context.Context, a Assembly, prompt string, maxTokens int, prev string, lines []string) (string, api.Metrics, error) {
+	h.lr.setStatus(StatusCompacting)
+	defer h.lr.setStatus(db.RunRunning)
+	return h.rt.summarizeLines(ctx, summaryJob{Prompt: prompt, Heading: "Agent steps:", MaxTokens: maxTokens},
+		a.Model, a.NumCtx, a.CharsPerToken, prev, lines)
+}
+
+// DescribeError is what the user is told about a failed model request
+// (a summary that could not be written), without paths or internals.
+func (h *AgentHost) DescribeError(err error, model string) string {
+	return h.rt.describe(err, model)
 }
 
 // Chat sends one model request.

@@ -114,20 +114,44 @@ func (rt *Runtime) compactFor(ctx context.Context, user int64, a Assembly, cover
 // summary. Turns that do not fit one request are summarized in pieces, each
 // piece merged into the summary of the ones before it.
 func (rt *Runtime) summarize(ctx context.Context, model string, numCtx int, cpt float64, prev string, turns []db.Message) (string, api.Metrics, error) {
+	lines := make([]string, len(turns))
+	for i, m := range turns {
+		lines[i] = transcriptLine(m)
+	}
+	return rt.summarizeLines(ctx, summaryJob{Prompt: summaryPrompt, Heading: "Conversation:", MaxTokens: summaryTokens},
+		model, numCtx, cpt, prev, lines)
+}
+
+// summaryJob is what one kind of summary asks for: the instructions, the
+// heading of the transcript, and the longest summary (num_predict).
+type summaryJob struct {
+	Prompt    string
+	Heading   string
+	MaxTokens int
+}
+
+// summarizeLines is the summary machinery shared by thread compaction and
+// an agent run's checkpoints: lines (a transcript, one entry per message)
+// are summarized, merged with prev; lines that do not fit one request are
+// summarized in pieces, each merged into the summary of the ones before.
+func (rt *Runtime) summarizeLines(ctx context.Context, job summaryJob, model string, numCtx int, cpt float64, prev string, lines []string) (string, api.Metrics, error) {
+	if job.MaxTokens <= 0 {
+		job.MaxTokens = summaryTokens
+	}
 	// The room for the transcript in one request: the window minus the
 	// instructions, the earlier summary and the summary being written.
-	room := numCtx - summaryTokens - messageTokens(summaryPrompt, cpt) - 2*MessageOverhead - 64
+	room := numCtx - job.MaxTokens - messageTokens(job.Prompt, cpt) - 2*MessageOverhead - 64
 	var total api.Metrics
 	summary := prev
-	for len(turns) > 0 {
+	for len(lines) > 0 {
 		avail := room - messageTokens(summary, cpt)
 		if avail < 64 {
 			avail = 64
 		}
 		var b strings.Builder
 		n := 0
-		for n < len(turns) {
-			line := transcriptLine(turns[n])
+		for n < len(lines) {
+			line := lines[n]
 			t := messageTokens(line, cpt) - MessageOverhead
 			if n > 0 && messageTokens(b.String(), cpt)+t > avail {
 				break
@@ -138,8 +162,8 @@ func (rt *Runtime) summarize(ctx context.Context, model string, numCtx int, cpt 
 			b.WriteString(line)
 			n++
 		}
-		turns = turns[n:]
-		content := "Conversation:\n" + b.String()
+		lines = lines[n:]
+		content := job.Heading + "\n" + b.String()
 		if summary != "" {
 			content = "Earlier summary:\n" + summary + "\n\n" + content
 		}
@@ -147,10 +171,10 @@ func (rt *Runtime) summarize(ctx context.Context, model string, numCtx int, cpt 
 			Model:  model,
 			Stream: ptr(false),
 			Messages: []api.Message{
-				{Role: db.RoleSystem, Content: summaryPrompt},
+				{Role: db.RoleSystem, Content: job.Prompt},
 				{Role: db.RoleUser, Content: content},
 			},
-			Options: map[string]any{"num_ctx": numCtx, "num_predict": summaryTokens, "temperature": 0.2},
+			Options: map[string]any{"num_ctx": numCtx, "num_predict": job.MaxTokens, "temperature": 0.2},
 		}
 		var out strings.Builder
 		var done bool

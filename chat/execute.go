@@ -184,9 +184,20 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 	if err != nil {
 		return a, a.Sources.Thread, err
 	}
+	a, err = rt.compactHistory(ctx, lr, r, req, a)
 	a.RAGSources = sources
+	return a, a.Sources.Thread, err
+}
+
+// compactHistory summarizes a's older turns into a compaction node when
+// they no longer fit (needsCompaction) and assembles req again over the
+// summary; the run shows "summarizing" meanwhile. Every route sends its
+// thread's history through it (the agent's before each of its requests).
+// A failed summary is logged and a goes out without it, CompactionFailed
+// set: Ollama then truncates, and the answer says so.
+func (rt *Runtime) compactHistory(ctx context.Context, lr *liveRun, r db.Run, req ContextRequest, a Assembly) (Assembly, error) {
 	if a.Model == "" || !a.needsCompaction(rt.cfg.CompactAt) {
-		return a, a.Sources.Thread, nil
+		return a, nil
 	}
 	turns := a.Turns
 	if req.Partial != nil {
@@ -195,23 +206,22 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 	keep := int(float64(a.Budget)*keepShare) - a.SystemTokens
 	covered := splitForCompaction(turns, keep, a.CharsPerToken)
 	if covered == 0 {
-		return a, a.Sources.Thread, nil
+		return a, nil
 	}
 	lr.setStatus(StatusCompacting)
 	defer lr.setStatus(db.RunRunning)
 	node, err := rt.compactFor(ctx, r.OwnerID, a, covered, true)
 	if err != nil {
 		if ctx.Err() != nil {
-			return a, a.Sources.Thread, ctx.Err()
+			return a, ctx.Err()
 		}
 		slog.Warn("automatic compaction", "run", r.ID, "err", err)
 		a.CompactionFailed = true
-		return a, a.Sources.Thread, nil
+		return a, nil
 	}
 	b, err := rt.Assemble(ctx, req)
 	b.Compacted = &node
-	b.RAGSources = sources
-	return b, b.Sources.Thread, err
+	return b, err
 }
 
 // firstQuestion reports whether the message answered is the thread's first

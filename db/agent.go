@@ -26,6 +26,20 @@ const (
 	// boundary (ok, moved to the end of the trace, Round set), or
 	// StepNotTaken when the run ended first (FinishRun).
 	StepSteer = "steer"
+	// StepCompaction is a checkpoint of an agent run's own context: its
+	// older rounds summarized by the model (Content) so that the next
+	// request fits, saved with the checkpoint whose messages it replaced.
+	// Covers is how many rounds the summary covers (from the first), Trigger
+	// why it was written, Changes the files changed so far; an error status
+	// (Error set) means the summary could not be written and older tool
+	// results were left out instead.
+	StepCompaction = "compaction"
+)
+
+// Why a run's checkpoint was written (StepData.Trigger).
+const (
+	CompactAfterTools = "after_tools" // the run's own rounds passed their share of the window
+	CompactOverflow   = "overflow"    // the next request would not have fit
 )
 
 // Step statuses (besides the decisions of approvals).
@@ -107,6 +121,11 @@ type StepData struct {
 	Questions []Question `json:"questions,omitempty"`
 	Answers   []string   `json:"answers,omitempty"`
 	Deadline  *time.Time `json:"deadline,omitempty"`
+	// compaction (Content is the summary, Changes the ledger so far)
+	Covers       int    `json:"covers,omitempty"`
+	Trigger      string `json:"trigger,omitempty"`
+	TokensBefore int    `json:"tokens_before,omitempty"`
+	TokensAfter  int    `json:"tokens_after,omitempty"`
 }
 
 // Step is one ordered, typed record of an agent run.

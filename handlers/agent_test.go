@@ -1016,6 +1016,8 @@ func TestAnotherInstanceAdoptsARunWaitingOnADeadInstanceAndFinishesIt(t *testing
 	}
 }
 
+// With the thread's compaction off, older rounds are not summarized into a
+// checkpoint (agent_compact_test.go): their results are only cut to fit.
 func TestLargeToolResultsAreFittedToTheContextWindow(t *testing.T) {
 	t.Parallel()
 	e := newAgentEnv(t, testenv.Options{})
@@ -1027,12 +1029,21 @@ func TestLargeToolResultsAreFittedToTheContextWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	thread := e.start(`[[tool:read_file {"path":"a.txt"}]] [[tool@1:read_file {"path":"b.txt"}]]`)
+	thread := e.start(`Hello.`)
+	e.finished(thread)
+	if err := e.app.Store.UpdateThreadSettings(context.Background(), e.user.ID, thread, db.ThreadSettings{Compaction: false}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(trStreamed(e.app.Fake))
+	e.send(thread, `[[tool:read_file {"path":"a.txt"}]] [[tool@1:read_file {"path":"b.txt"}]]`)
 	run, m := e.finished(thread)
 	if run.Status != db.RunCompleted || !strings.HasPrefix(m.Content, "Done after 2 tool rounds.") {
 		t.Fatalf("run %s (%s) %q", run.Status, run.Error, m.Content)
 	}
-	reqs := trStreamed(e.app.Fake)
+	if n := countSteps(e.steps(run.ID), db.StepCompaction); n != 0 {
+		t.Errorf("%d checkpoints with compaction off", n)
+	}
+	reqs := trStreamed(e.app.Fake)[before:]
 	if len(reqs) != 3 {
 		t.Fatalf("%d model requests, want 3", len(reqs))
 	}

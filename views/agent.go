@@ -26,7 +26,7 @@ func traceRounds(steps []db.Step) []traceRound {
 		switch s.Kind {
 		case db.StepModelTurn:
 			out = append(out, traceRound{Turn: &steps[i]})
-		case db.StepToolCall, db.StepApproval, db.StepQuestion, db.StepSteer:
+		case db.StepToolCall, db.StepApproval, db.StepQuestion, db.StepSteer, db.StepCompaction:
 			if len(out) == 0 {
 				out = append(out, traceRound{})
 			}
@@ -246,4 +246,19 @@ func tailClip(s string, n int) string {
 		return s
 	}
 	return "…" + string(r[len(r)-n:])
+}
+
+// checkpointSpan names the rounds a checkpoint covers.
+func checkpointSpan(covers int) string {
+	if covers <= 1 {
+		return "round 1"
+	}
+	return "rounds 1–" + strconv.Itoa(covers)
+}
+
+func checkpointTrigger(trigger string) string {
+	if trigger == db.CompactOverflow {
+		return "the next request would not have fit the context window"
+	}
+	return "the run's own rounds filled most of the context window"
 }
