@@ -160,6 +160,17 @@ func (h *threads) cmdStatus(w http.ResponseWriter, r *http.Request, u db.User, i
 	}
 	parts = append(parts, fmt.Sprintf("Queue: %d %s.", queued, plural(queued, "message", "messages")))
 	for _, s := range steps {
+		// A sub-agent's approval or question is the user's to settle too.
+		for _, c := range s.Subagents {
+			for _, cs := range c.Steps {
+				if cs.Status == db.StepPending && cs.Kind == db.StepApproval {
+					parts = append(parts, fmt.Sprintf("Sub-agent %d of %d waits for your approval: %s %s.", c.Sub.Index+1, len(s.Subagents), cs.Data.Tool, compactArgs(cs.Data.Args)))
+				}
+				if cs.Status == db.StepPending && cs.Kind == db.StepQuestion {
+					parts = append(parts, fmt.Sprintf("Sub-agent %d of %d waits for your answer to a question.", c.Sub.Index+1, len(s.Subagents)))
+				}
+			}
+		}
 		if s.Status != db.StepPending {
 			continue
 		}

@@ -97,6 +97,11 @@ func TestAParallelDelegationRunsTwoChildrenWithTheirOwnRunsStepsAndApprovals(t *
 	if parent.Status != db.RunRunning && parent.Status != db.RunWaiting {
 		t.Errorf("parent status %s", parent.Status)
 	}
+	// /status names the child's pending approval.
+	e.c.Post(fmt.Sprintf("/t/%d/messages", thread), url.Values{"content": {"/status"}})
+	if page := e.c.Get(fmt.Sprintf("/t/%d", thread)).Body; !strings.Contains(page, "Sub-agent 2 of 2 waits for your approval: write_file") {
+		t.Error("/status does not name the sub-agent's pending approval")
+	}
 	if r := e.c.Post(fmt.Sprintf("/steps/%d/decide", ap.ID), url.Values{"decision": {"once"}}); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("decide: %d %s", r.StatusCode, r.Body)
 	}
