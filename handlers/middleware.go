@@ -168,6 +168,7 @@ type userKey struct{}
 // session pointing at a deleted or disabled account is destroyed.
 func (a *auth) withUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(context.WithValue(r.Context(), userAgentKey{}, r.UserAgent()))
 		id := a.sessions.GetInt64(r.Context(), sessionUserID)
 		if id != 0 {
 			u, err := a.store.UserByID(r.Context(), id)
@@ -177,6 +178,7 @@ func (a *auth) withUser(next http.Handler) http.Handler {
 					*p = u.ID
 				}
 				r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
+				a.touch(r, u.ID)
 			case err == nil || errors.Is(err, db.ErrNotFound):
 				a.streams.endSession(a.sessions.Token(r.Context()))
 				_ = a.sessions.Destroy(r.Context())
