@@ -504,3 +504,76 @@ func TestTheFirstAccountIsStillMadeWithTheSetupTokenUnderInviteOnly(t *testing.T
 		t.Fatalf("the first account under invite-only = %d: %.300s", r.StatusCode, r.Body)
 	}
 }
+
+// Disabling an account whose agent run waits for an approval settles it
+// as Stop does: the run and its approval end cancelled.
+func TestDisablingAUserSettlesTheirPendingApprovalAsCancelled(t *testing.T) {
+	t.Parallel()
+	e := newAgentEnv(t, testenv.Options{}) // the first account: an administrator
+	ctx := context.Background()
+	admin := testenv.NewClient(t, e.app.TS.URL)
+	admin.Register("second@example.com", password)
+	second, err := e.app.Store.UserByEmail(ctx, "second@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.app.Store.SetUserRole(ctx, e.user.ID, second.ID, db.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	thread := e.start(`[[tool:delete_file {"path":"x.txt"}]]`)
+	ap := e.pending(thread, db.StepApproval)
+	if r := admin.Post(userPath(e.user.ID, "disable"), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("disable = %d: %.300s", r.StatusCode, r.Body)
+	}
+	var run db.Run
+	testwait.For(t, "the waiting run to end", 10*time.Second, func() bool {
+		r, err := e.app.Store.Run(ctx, e.user.ID, ap.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run = r
+		return !r.Active()
+	})
+	if run.Status != db.RunCancelled {
+		t.Fatalf("the run ended %s, want cancelled", run.Status)
+	}
+	for _, s := range e.steps(run.ID) {
+		if s.Kind == db.StepApproval && s.Status != db.StepCancelled {
+			t.Errorf("the approval is %s after the account was disabled, want cancelled", s.Status)
+		}
+	}
+}
+
+// The list's last seen time is written at sign-in and then at most every
+// few minutes per session; a session that has no row in user_sessions (one
+// signed in before it existed) gets one at its first request to a fresh
+// instance, so that ending the account's sessions reaches it too.
+func TestLastSeenIsKeptAndSessionsFromBeforeTheUpgradeAreMapped(t *testing.T) {
+	t.Parallel()
+	_, store, admin, member, m := adminAndMember(t, testenv.Options{})
+	ctx := context.Background()
+	if u, err := store.AdminUser(ctx, m.ID); err != nil || u.LastSeenAt == nil {
+		t.Fatalf("last seen after sign-up: %+v %v", u, err)
+	}
+	if r := admin.Get("/admin/users"); !strings.Contains(r.Body, "just now") {
+		t.Fatal("the list does not say the member was seen just now")
+	}
+	if _, err := store.Pool.Exec(ctx, "DELETE FROM user_sessions WHERE user_id = $1", m.ID); err != nil {
+		t.Fatal(err)
+	}
+	fresh := testenv.Start(t, store, testenv.Options{})
+	later := testenv.NewClient(t, fresh.TS.URL)
+	later.HTTP.Jar = member.HTTP.Jar
+	if r := later.Get("/"); r.StatusCode != http.StatusOK {
+		t.Fatalf("the member's session on a fresh instance = %d", r.StatusCode)
+	}
+	if r := admin.Post(userPath(m.ID, "disable"), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("disable = %d", r.StatusCode)
+	}
+	admin.Post(userPath(m.ID, "enable"), nil)
+	// Enabled again, the old session is still gone: it was ended, not
+	// only refused while the account was disabled.
+	if r := member.Get("/"); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the session from before the mapping survived disabling (%d)", r.StatusCode)
+	}
+}
