@@ -108,6 +108,14 @@ func (d *DB) Holdings(ctx context.Context, user int64) (UserHoldings, error) {
 		(SELECT count(*) FROM memories WHERE user_id = $1) AS memories`, user)
 }
 
+// EnabledAdmins counts the enabled administrators (a cheap early answer;
+// the changes themselves decide under the administrators' lock).
+func (d *DB) EnabledAdmins(ctx context.Context) (int, error) {
+	var n int
+	err := d.q().QueryRow(ctx, "SELECT count(*) FROM users WHERE role = 'admin' AND NOT disabled").Scan(&n)
+	return n, err
+}
+
 // adminTx runs fn in a transaction that holds the administrators' lock,
 // after checking that actor is still an enabled administrator. Every
 // change that could lower the number of enabled administrators goes

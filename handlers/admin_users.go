@@ -27,6 +27,7 @@ type usersStore interface {
 	Invites(ctx context.Context, limit int) ([]db.Invite, error)
 	CreateInvite(ctx context.Context, actor int64, token, email string, expires time.Time) (db.Invite, error)
 	RevokeInvite(ctx context.Context, id int64) error
+	EnabledAdmins(ctx context.Context) (int, error)
 	SignupMode(ctx context.Context) (string, error)
 }
 
@@ -220,6 +221,17 @@ func (h *adminUsers) delete(w http.ResponseWriter, r *http.Request) {
 		h.renderUser(w, r, http.StatusUnprocessableEntity, id, "", "Type the account's email address exactly to delete it.")
 		return
 	}
+	// Refuse the last administrator before stopping anything of theirs
+	// (DeleteUser decides again under its lock).
+	if target.Role == db.RoleAdmin && !target.Disabled {
+		if n, err := h.store.EnabledAdmins(r.Context()); err != nil {
+			serverError(w, r, err)
+			return
+		} else if n <= 1 {
+			errorPage(w, r, http.StatusConflict, msgLastAdmin)
+			return
+		}
+	}
 	if err := h.runs.StopUserRuns(r.Context(), id); err != nil {
 		serverError(w, r, err)
 		return
@@ -232,19 +244,26 @@ func (h *adminUsers) delete(w http.ResponseWriter, r *http.Request) {
 	if h.refused(w, r, err) {
 		return
 	}
+	h.cleanUp(context.WithoutCancel(r.Context()), del)
+	slog.InfoContext(r.Context(), "account deleted", "user", id, "by", me.ID, "workspaces", len(del.Workspaces),
+		"released_blobs", len(del.Released))
+	h.back(w, r, id, "deleted")
+}
+
+// cleanUp removes what a deleted account left outside the database: its
+// sessions' event streams, its workspace folders and its files (released
+// to the blob collector, which keeps files younger than its grace).
+func (h *adminUsers) cleanUp(ctx context.Context, del db.DeletedUser) {
 	h.endStreams(del.Sessions)
 	for _, ws := range del.Workspaces {
 		if ws.RootPath != "" {
 			continue // a folder chosen for it is not Weft's to remove
 		}
 		if err := os.RemoveAll(h.workspaceRoot(ws)); err != nil {
-			slog.WarnContext(r.Context(), "remove a deleted account's workspace folder", "workspace", ws.ID, "err", err)
+			slog.WarnContext(ctx, "remove a deleted account's workspace folder", "workspace", ws.ID, "err", err)
 		}
 	}
-	h.blobs.Release(context.WithoutCancel(r.Context()), del.Released)
-	slog.InfoContext(r.Context(), "account deleted", "user", id, "by", me.ID, "workspaces", len(del.Workspaces),
-		"released_blobs", len(del.Released))
-	h.back(w, r, id, "deleted")
+	h.blobs.Release(ctx, del.Released)
 }
 
 // refused answers an administrator's change that failed; false when err

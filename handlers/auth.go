@@ -312,8 +312,9 @@ func (a *auth) logout(w http.ResponseWriter, r *http.Request) {
 	token := a.sessions.Token(r.Context())
 	a.streams.endSession(token)
 	if err := a.store.ForgetSession(r.Context(), token); err != nil {
-		serverError(w, r, err)
-		return
+		// Bookkeeping only: the session itself is destroyed below, and a
+		// mapping without its session is ignored and pruned.
+		slog.WarnContext(r.Context(), "forget a session's mapping", "err", err)
 	}
 	if err := a.sessions.Destroy(r.Context()); err != nil {
 		serverError(w, r, err)

@@ -18,7 +18,7 @@ CREATE TABLE user_sessions (
     last_seen  timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX user_sessions_user_idx ON user_sessions (user_id);
-CREATE INDEX user_sessions_last_seen_idx ON user_sessions (last_seen);
+CREATE INDEX user_sessions_created_idx ON user_sessions (created_at);
 
 -- When the account last used Weft (a request of any of its sessions), at
 -- most a few minutes off.
