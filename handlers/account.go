@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
@@ -21,6 +23,8 @@ type accountStore interface {
 	SetPassword(ctx context.Context, user int64, hash, keep string) ([]string, error)
 	PasswordResetUser(ctx context.Context, token string) (db.User, error)
 	ResetPassword(ctx context.Context, token, hash string) (int64, []string, error)
+	ReserveLoginAttempt(ctx context.Context, since time.Time, keys ...db.RateKey) ([]int64, error)
+	ReleaseLoginAttempt(ctx context.Context, ids []int64) error
 }
 
 // account serves what every user does with their own account on
@@ -31,6 +35,10 @@ type account struct {
 	sessions *scs.SessionManager
 	hashes   *hashPool
 	streams  *streamRegistry
+	// limit is the login limit: a wrong current password on /settings
+	// counts as a failed sign-in of the account, so a session left open
+	// cannot be used to guess the password faster than the sign-in page.
+	limit LoginLimit
 }
 
 const (
@@ -70,18 +78,7 @@ func (h *account) changePassword(w http.ResponseWriter, r *http.Request, again f
 		again(http.StatusUnprocessableEntity, msg)
 		return
 	}
-	fresh, err := h.store.UserByID(r.Context(), u.ID) // the hash as it is now
-	if err != nil {
-		serverError(w, r, err)
-		return
-	}
-	ok, err := h.hashes.check(r.Context(), fresh.PasswordHash, current)
-	if err != nil {
-		hashError(w, r, err)
-		return
-	}
-	if !ok {
-		again(http.StatusUnprocessableEntity, msgWrongPass)
+	if !h.checkCurrent(w, r, u, current, again) {
 		return
 	}
 	hash, err := h.hashes.hash(r.Context(), next)
@@ -97,6 +94,40 @@ func (h *account) changePassword(w http.ResponseWriter, r *http.Request, again f
 	h.endStreams(ended)
 	slog.InfoContext(r.Context(), "password changed", "user", u.ID, "sessions_ended", len(ended))
 	redirect(w, r, "/settings?password#account")
+}
+
+// checkCurrent checks the account's current password (as it is now, not
+// as the request began), counted against the account's login limit; false
+// when it answered the request itself.
+func (h *account) checkCurrent(w http.ResponseWriter, r *http.Request, u db.User, pw string, again func(int, string)) bool {
+	reserved, err := h.store.ReserveLoginAttempt(r.Context(), time.Now().Add(-h.limit.Window),
+		db.RateKey{Key: "email:" + strings.ToLower(u.Email), Max: h.limit.PerAccount})
+	if errors.Is(err, db.ErrRateLimited) {
+		w.Header().Set("Retry-After", "300")
+		again(http.StatusTooManyRequests, msgRateLimited)
+		return false
+	}
+	if err != nil {
+		serverError(w, r, err)
+		return false
+	}
+	fresh, err := h.store.UserByID(r.Context(), u.ID)
+	if err != nil {
+		serverError(w, r, err)
+		return false
+	}
+	ok, err := h.hashes.check(r.Context(), fresh.PasswordHash, pw)
+	if err != nil || ok { // not checked, or right: not a failure
+		_ = h.store.ReleaseLoginAttempt(context.WithoutCancel(r.Context()), reserved)
+	}
+	if err != nil {
+		hashError(w, r, err)
+		return false
+	}
+	if !ok {
+		again(http.StatusUnprocessableEntity, msgWrongPass)
+	}
+	return ok
 }
 
 // signOutOthers ends every session of the account but this one.

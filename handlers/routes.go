@@ -167,7 +167,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 	shell := &shell{store: store, sessions: sh.sessions, models: models, agent: tools}
 	home := &home{shell: shell, store: store, media: med}
 	kh := &kbs{store: store, rag: kb, models: models, shell: shell, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}
-	acc := &account{store: store, sessions: sh.sessions, hashes: sh.hashes, streams: sh.streams}
+	acc := &account{store: store, sessions: sh.sessions, hashes: sh.hashes, streams: sh.streams, limit: cfg.LoginLimit}
 	return &endpoints{
 		cfg: cfg, store: store, sessions: sh.sessions, fileLimits: med.Limits(),
 		auth: &auth{store: store, sessions: sh.sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,

@@ -181,8 +181,20 @@ func TestTheLastAdministratorCannotBeRevokedDisabledOrDeleted(t *testing.T) {
 	if r := member.Post(userPath(m.ID, "disable"), nil); r.StatusCode != http.StatusConflict {
 		t.Fatalf("the new last admin disabling themselves = %d", r.StatusCode)
 	}
-	if r := member.Post(userPath(999999, "disable"), nil); r.StatusCode != http.StatusNotFound {
-		t.Fatalf("disable an unknown account = %d", r.StatusCode)
+	for _, c := range []struct {
+		method, action string
+		form           url.Values
+	}{
+		{"GET", "", nil}, {"POST", "disable", nil}, {"POST", "enable", nil}, {"POST", "role", url.Values{"role": {"admin"}}},
+		{"POST", "reset-link", nil}, {"POST", "delete", url.Values{"confirm": {"x@example.com"}}},
+	} {
+		path := strings.TrimSuffix(userPath(999999, c.action), "/")
+		if r := member.Do(c.method, path, c.form); r.StatusCode != http.StatusNotFound {
+			t.Fatalf("%s %s (no such account) = %d", c.method, path, r.StatusCode)
+		}
+	}
+	if r := member.Post("/admin/invites/999999/revoke", nil); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("revoke an unknown invite = %d", r.StatusCode)
 	}
 }
 
@@ -381,6 +393,13 @@ func TestInviteOnlySignUpTakesAnInviteOnceAndRefusesExpiredOrUsedOnes(t *testing
 	if r := admin.Post("/admin/signup", url.Values{"mode": {"invite"}}); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("invite-only = %d", r.StatusCode)
 	}
+	hashed, _ := app.Handler.PasswordHashes()
+	defer func() {
+		// Refused sign-ups cost no hashing: only the accepted one hashed.
+		if done, _ := app.Handler.PasswordHashes(); done != hashed+1 && !t.Failed() {
+			t.Errorf("%d password hashes for one accepted sign-up", done-hashed)
+		}
+	}()
 	newcomer := testenv.NewClient(t, app.TS.URL)
 	if r := newcomer.Get("/register"); !strings.Contains(r.Body, `data-testid="invite-only"`) {
 		t.Fatal("/register does not say sign-up is by invitation")
@@ -575,5 +594,23 @@ func TestLastSeenIsKeptAndSessionsFromBeforeTheUpgradeAreMapped(t *testing.T) {
 	// only refused while the account was disabled.
 	if r := member.Get("/"); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("the session from before the mapping survived disabling (%d)", r.StatusCode)
+	}
+}
+
+// A wrong current password on /settings counts as a failed sign-in of the
+// account: a session left open cannot guess the password faster.
+func TestWrongCurrentPasswordsCountAgainstTheAccountsLoginLimit(t *testing.T) {
+	t.Parallel()
+	_, _, _, member, _ := adminAndMember(t, testenv.Options{HTTP: handlers.Config{
+		LoginLimit: handlers.LoginLimit{PerIP: 100, PerAccount: 2, Window: time.Minute}}})
+	form := url.Values{"current_password": {"guess"}, "new_password": {"another long passphrase"}}
+	for range 2 {
+		if r := member.Post("/settings/password", form); r.StatusCode != http.StatusUnprocessableEntity {
+			t.Fatalf("a wrong current password = %d", r.StatusCode)
+		}
+	}
+	form.Set("current_password", password)
+	if r := member.Post("/settings/password", form); r.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("past the account's limit, even the right password = %d, want 429", r.StatusCode)
 	}
 }
