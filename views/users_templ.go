@@ -947,7 +947,7 @@ func AdminUser(d UserPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 93, " (and their folders), ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 93, " with their folders, ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
