@@ -62,7 +62,8 @@ func runStatus(t *testing.T, store *db.DB, user int64, run string) string {
 func TestDisablingAUserEndsTheirSessionStreamAndRunAndEnablingLetsThemBackIn(t *testing.T) {
 	t.Parallel()
 	app, store, admin, member, m := adminAndMember(t, testenv.Options{})
-	_, run := slowThread(t, app, member)
+	thread, run := slowThread(t, app, member)
+	queued := sendInThread(t, member, thread, "and then?") // waits behind the running answer
 	status, body, closeStream := openStream(t, member, run)
 	defer closeStream()
 	if status != http.StatusOK {
@@ -74,8 +75,8 @@ func TestDisablingAUserEndsTheirSessionStreamAndRunAndEnablingLetsThemBackIn(t *
 		t.Fatalf("disable = %d: %.300s", r.StatusCode, r.Body)
 	}
 	testwait.Closed(t, "the disabled user's event stream to end", 5*time.Second, ended)
-	testwait.For(t, "the disabled user's run to be cancelled", 10*time.Second, func() bool {
-		return runStatus(t, store, m.ID, run) == db.RunCancelled
+	testwait.For(t, "the disabled user's runs to be cancelled", 10*time.Second, func() bool {
+		return runStatus(t, store, m.ID, run) == db.RunCancelled && runStatus(t, store, m.ID, queued) == db.RunCancelled
 	})
 	if err := app.Fake.WaitCancelled(context.Background(), 1); err != nil {
 		t.Fatalf("the model request was not cancelled: %v", err)
