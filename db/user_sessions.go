@@ -43,15 +43,28 @@ func (d *DB) RecordSession(ctx context.Context, token, previous string, user int
 }
 
 // TouchSession records that a session of user was just used: its last
-// seen time and its account's. A session signed in before its mapping
-// existed (an older Weft) is mapped now. Callers throttle it (one write
-// every few minutes per session, not one per request).
-func (d *DB) TouchSession(ctx context.Context, token string, user int64, userAgent string) error {
-	_, err := d.q().Exec(ctx, `WITH s AS (
-			INSERT INTO user_sessions (token, user_id, user_agent) VALUES ($1, $2, $3)
-			ON CONFLICT (token) DO UPDATE SET last_seen = now() WHERE user_sessions.user_id = $2)
-		UPDATE users SET last_seen_at = now() WHERE id = $2`, token, user, clip(userAgent, 300))
+// seen time and its account's. Callers throttle it (one write every few
+// minutes per session, not one per request). It never makes a mapping: a
+// session without one is not valid (SessionUser).
+func (d *DB) TouchSession(ctx context.Context, token string, user int64) error {
+	_, err := d.q().Exec(ctx, `WITH s AS (UPDATE user_sessions SET last_seen = now() WHERE token = $1 AND user_id = $2)
+		UPDATE users SET last_seen_at = now() WHERE id = $2`, token, user)
 	return err
+}
+
+// SessionUser loads the account a session names, and whether the session
+// is still one of the account's (its user_sessions row exists). A session
+// ended while one of its requests was in flight may be saved again by that
+// request (scs writes a changed session at the end of the request); without
+// its row it stays ended.
+func (d *DB) SessionUser(ctx context.Context, user int64, token string) (User, bool, error) {
+	type row struct {
+		User
+		Mapped bool `db:"mapped"`
+	}
+	r, err := oneRow[row](ctx, d.q(), "SELECT "+userCols+`,
+		EXISTS (SELECT 1 FROM user_sessions WHERE token = $2 AND user_id = $1) AS mapped FROM users WHERE id = $1`, user, token)
+	return r.User, r.Mapped, err
 }
 
 // ForgetSession removes a session's mapping (logout: scs deletes the

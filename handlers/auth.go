@@ -39,7 +39,8 @@ type authStore interface {
 	CreateAccount(ctx context.Context, a db.NewAccount) (db.User, db.Workspace, error)
 	CheckInvite(ctx context.Context, token, email string) (db.Invite, error)
 	RecordSession(ctx context.Context, token, previous string, user int64, userAgent string) error
-	TouchSession(ctx context.Context, token string, user int64, userAgent string) error
+	TouchSession(ctx context.Context, token string, user int64) error
+	SessionUser(ctx context.Context, user int64, token string) (db.User, bool, error)
 	ForgetSession(ctx context.Context, token string) error
 	CountUsers(ctx context.Context) (int, error)
 	Setting(ctx context.Context, key, def string) (string, error)

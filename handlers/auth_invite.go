@@ -110,7 +110,7 @@ func (a *auth) touch(r *http.Request, user int64) {
 	if token == "" || !a.seen.due(token, time.Now()) {
 		return
 	}
-	if err := a.store.TouchSession(r.Context(), token, user, r.UserAgent()); err != nil && r.Context().Err() == nil {
+	if err := a.store.TouchSession(r.Context(), token, user); err != nil && r.Context().Err() == nil {
 		slog.WarnContext(r.Context(), "session last seen", "err", err)
 	}
 }

@@ -8,7 +8,7 @@
 -- disabling an account, changing or resetting its password, "sign out other
 -- sessions" and deleting it can end exactly that account's sessions. A row
 -- whose session is gone (logout, expiry) is ignored by every reader (they
--- join sessions) and pruned at the next sign-in.
+-- join sessions) and pruned at the next sign-in of its account.
 CREATE TABLE user_sessions (
     id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     token      text NOT NULL UNIQUE,
@@ -18,6 +18,12 @@ CREATE TABLE user_sessions (
     last_seen  timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX user_sessions_user_idx ON user_sessions (user_id);
+-- A signed-in session is valid only while its row here exists (withUser
+-- checks it), so that a request in flight while its session is ended
+-- cannot bring it back by saving the session at its end. Sessions made
+-- before this table cannot be mapped (their data is gob-encoded): the
+-- upgrade signs everyone out once.
+DELETE FROM sessions;
 CREATE INDEX user_sessions_created_idx ON user_sessions (created_at);
 
 -- When the account last used Weft (a request of any of its sessions), at
