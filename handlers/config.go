@@ -45,6 +45,8 @@ type Config struct {
 	// MCP is the MCP servers /admin shows and /reload-mcp reloads (nil:
 	// none configured).
 	MCP MCPServers
+	// OIDC is single sign-on (WEFT_OIDC_*; nil: none).
+	OIDC *OIDCConfig
 }
 
 // withDefaults fills what the deployment left unset.
@@ -67,5 +69,6 @@ func (cfg Config) withDefaults() Config {
 	if cfg.StreamSweep == 0 {
 		cfg.StreamSweep = 10 * time.Second
 	}
+	cfg.OIDC = cfg.OIDC.withDefaults(cfg.PublicURL)
 	return cfg
 }
