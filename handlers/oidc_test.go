@@ -603,3 +603,34 @@ func TestSingleSignOnRoutesAnswerSignedInAndAnonymousCallers(t *testing.T) {
 		t.Errorf("a cross-site POST /auth/oidc/login = %d", r.StatusCode)
 	}
 }
+
+// A provider that accepts connections and never answers holds start-up
+// for the provider timeout at most.
+func TestStartUpWaitsForAHangingProviderOnlyUntilTheTimeout(t *testing.T) {
+	t.Parallel()
+	hang, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hang.Close() })
+	go func() {
+		for {
+			c, err := hang.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	public, _ := url.Parse("http://127.0.0.1")
+	start := time.Now()
+	app := testenv.Start(t, testenv.NewDB(t), testenv.Options{HTTP: handlers.Config{PublicURL: public,
+		OIDC: &handlers.OIDCConfig{Issuer: "http://" + hang.Addr().String(), ClientID: "weft", Timeout: 300 * time.Millisecond}}})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("start-up took %v with a hanging provider", took)
+	}
+	r := testenv.NewClient(t, app.TS.URL).Get("/login")
+	if r.StatusCode != http.StatusOK || !strings.Contains(r.Body, `data-testid="sso-unreachable"`) {
+		t.Errorf("/login = %d: %.500s", r.StatusCode, r.Body)
+	}
+}
