@@ -42,7 +42,7 @@ type ssoEnv struct {
 	exchanges    atomic.Int64 // token requests seen
 }
 
-func startSSO(t *testing.T, tune func(*handlers.OIDCConfig), before ...func(*ssoEnv)) *ssoEnv {
+func startSSO(t *testing.T, tune func(*handlers.Config), before ...func(*ssoEnv)) *ssoEnv {
 	t.Helper()
 	e := &ssoEnv{t: t, store: testenv.NewDB(t)}
 	e.nonce.Store("")
@@ -71,12 +71,12 @@ func startSSO(t *testing.T, tune func(*handlers.OIDCConfig), before ...func(*sso
 	}
 	e.base = "http://" + ln.Addr().String()
 	public, _ := url.Parse(e.base)
-	cfg := &handlers.OIDCConfig{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret, Name: "MockID",
-		RetryWait: time.Nanosecond}
+	cfg := handlers.Config{PublicURL: public, OIDC: &handlers.OIDCConfig{Issuer: idp.Issuer(), ClientID: idp.ClientID,
+		ClientSecret: idp.ClientSecret, Name: "MockID", RetryWait: time.Nanosecond}}
 	if tune != nil {
-		tune(cfg)
+		tune(&cfg)
 	}
-	e.app = testenv.Start(t, e.store, testenv.Options{HTTP: handlers.Config{PublicURL: public, OIDC: cfg}, Listener: ln})
+	e.app = testenv.Start(t, e.store, testenv.Options{HTTP: cfg, Listener: ln})
 	return e
 }
 
@@ -301,7 +301,7 @@ func TestSingleSignOnNeverLinksOrCreatesAnAccountForAnUnverifiedEmail(t *testing
 
 func TestSingleSignOnAdmitsOnlyTheAllowedDomainsEvenWhileSignUpIsClosed(t *testing.T) {
 	t.Parallel()
-	e := startSSO(t, func(c *handlers.OIDCConfig) { c.AllowedDomains = []string{"example.com"} })
+	e := startSSO(t, func(c *handlers.Config) { c.OIDC.AllowedDomains = []string{"example.com"} })
 	admin := testenv.NewClient(t, e.base)
 	admin.Register("admin@example.com", password)
 	if r := admin.Post("/admin/signup", url.Values{"mode": {"closed"}}); r.StatusCode != http.StatusSeeOther {
@@ -509,7 +509,7 @@ func TestTheFirstAccountBySingleSignOnIsTheAdminAndNeedsTheSetupToken(t *testing
 
 func TestWithSingleSignOnOnlyThePasswordFormIsGoneAndPasswordsAreRefused(t *testing.T) {
 	t.Parallel()
-	e := startSSO(t, func(c *handlers.OIDCConfig) { c.Only = true })
+	e := startSSO(t, func(c *handlers.Config) { c.OIDC.Only = true })
 	// An account from before OIDC-only was switched on.
 	if _, _, err := e.store.CreateUser(context.Background(), "old@example.com", "old", mustHash(t)); err != nil {
 		t.Fatal(err)
@@ -632,5 +632,25 @@ func TestStartUpWaitsForAHangingProviderOnlyUntilTheTimeout(t *testing.T) {
 	r := testenv.NewClient(t, app.TS.URL).Get("/login")
 	if r.StatusCode != http.StatusOK || !strings.Contains(r.Body, `data-testid="sso-unreachable"`) {
 		t.Errorf("/login = %d: %.500s", r.StatusCode, r.Body)
+	}
+}
+
+// Refused callbacks count against the address's sign-in limit, like wrong
+// passwords; a successful one does not.
+func TestSingleSignOnCallbacksAreRateLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	e := startSSO(t, func(c *handlers.Config) {
+		c.LoginLimit = handlers.LoginLimit{PerIP: 3, PerAccount: 3, Window: time.Hour}
+	})
+	e.user("sub-r", "r@example.com", true)
+	e.signedIn(e.browser(), "r@example.com") // does not count
+	c := testenv.NewClient(t, e.base)
+	for i := range 3 {
+		if r := c.Get("/auth/oidc/callback?state=forged&code=x"); r.StatusCode != http.StatusBadRequest {
+			t.Fatalf("forged callback %d = %d", i, r.StatusCode)
+		}
+	}
+	if r := c.Get("/auth/oidc/callback?state=forged&code=x"); r.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the fourth refused callback = %d, want 429", r.StatusCode)
 	}
 }
