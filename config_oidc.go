@@ -14,15 +14,17 @@ import (
 // oidcVars are the single sign-on settings; any of them without
 // WEFT_OIDC_ISSUER is a mistake worth stopping for.
 var oidcVars = []string{"WEFT_OIDC_CLIENT_ID", "WEFT_OIDC_CLIENT_SECRET", "WEFT_OIDC_CLIENT_SECRET_FILE",
-	"WEFT_OIDC_ALLOWED_DOMAINS", "WEFT_OIDC_ONLY", "WEFT_OIDC_NAME", "WEFT_OIDC_SCOPES"}
+	"WEFT_OIDC_ALLOWED_DOMAINS", "WEFT_OIDC_ONLY", "WEFT_OIDC_TRUST_EMAIL", "WEFT_OIDC_NAME", "WEFT_OIDC_SCOPES"}
 
 // oidcConfig reads single sign-on (OpenID Connect), on when
 // WEFT_OIDC_ISSUER is set: WEFT_OIDC_CLIENT_ID (required), the secret
 // (WEFT_OIDC_CLIENT_SECRET or a file named by WEFT_OIDC_CLIENT_SECRET_FILE;
 // none for a public client), WEFT_OIDC_ALLOWED_DOMAINS, WEFT_OIDC_ONLY,
+// WEFT_OIDC_TRUST_EMAIL,
 // WEFT_OIDC_NAME and WEFT_OIDC_SCOPES. The provider sends browsers back to
 // WEFT_PUBLIC_URL/auth/oidc/callback, so the public URL is required.
 func oidcConfig(public *url.URL) (*handlers.OIDCConfig, error) {
+	var err error
 	issuer := os.Getenv("WEFT_OIDC_ISSUER")
 	if issuer == "" {
 		for _, k := range oidcVars {
@@ -67,15 +69,26 @@ func oidcConfig(public *url.URL) (*handlers.OIDCConfig, error) {
 		}
 		c.AllowedDomains = append(c.AllowedDomains, d)
 	}
-	switch v := strings.ToLower(os.Getenv("WEFT_OIDC_ONLY")); v {
-	case "", "false", "off", "0", "no":
-	case "true", "on", "1", "yes":
-		c.Only = true
-	default:
-		return nil, fmt.Errorf("WEFT_OIDC_ONLY must be true or false (single sign-on is the only way in), got %q", v)
+	if c.Only, err = envBool("WEFT_OIDC_ONLY", "single sign-on is the only way in"); err != nil {
+		return nil, err
+	}
+	if c.TrustEmail, err = envBool("WEFT_OIDC_TRUST_EMAIL", "every email the provider gives counts as verified"); err != nil {
+		return nil, err
 	}
 	for _, s := range strings.FieldsFunc(os.Getenv("WEFT_OIDC_SCOPES"), func(r rune) bool { return r == ',' || r == ' ' }) {
 		c.Scopes = append(c.Scopes, s)
 	}
 	return c, nil
+}
+
+// envBool reads a true/false switch (also on/off, yes/no, 1/0); unset is false.
+func envBool(key, meaning string) (bool, error) {
+	switch v := strings.ToLower(strings.TrimSpace(os.Getenv(key))); v {
+	case "", "false", "off", "0", "no":
+		return false, nil
+	case "true", "on", "1", "yes":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s must be true or false (%s), got %q", key, meaning, v)
+	}
 }

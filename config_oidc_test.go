@@ -31,6 +31,7 @@ func TestConfigOIDCReadsTheProviderClientDomainsAndSwitches(t *testing.T) {
 	t.Setenv("WEFT_OIDC_ONLY", "true")
 	t.Setenv("WEFT_OIDC_NAME", "Keycloak")
 	t.Setenv("WEFT_OIDC_SCOPES", "email profile,groups")
+	t.Setenv("WEFT_OIDC_TRUST_EMAIL", "on")
 	c, err = loadConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +39,7 @@ func TestConfigOIDCReadsTheProviderClientDomainsAndSwitches(t *testing.T) {
 	o := c.oidc
 	if o == nil || o.Issuer != "https://id.example.org/realms/team" || o.ClientID != "weft" || o.ClientSecret != "s3cret" ||
 		!slices.Equal(o.AllowedDomains, []string{"example.com", "example.org"}) || !o.Only || o.Name != "Keycloak" ||
-		!slices.Equal(o.Scopes, []string{"email", "profile", "groups"}) {
+		!slices.Equal(o.Scopes, []string{"email", "profile", "groups"}) || !o.TrustEmail {
 		t.Fatalf("read %+v", o)
 	}
 	if ac := appConfig(c); ac.HTTP.OIDC != o {
@@ -52,7 +53,8 @@ func TestConfigOIDCReadsTheProviderClientDomainsAndSwitches(t *testing.T) {
 	}
 	t.Setenv("WEFT_OIDC_CLIENT_SECRET_FILE", file)
 	t.Setenv("WEFT_OIDC_ONLY", "")
-	if c, err = loadConfig(); err != nil || c.oidc.ClientSecret != "from-a-file" || c.oidc.Only {
+	t.Setenv("WEFT_OIDC_TRUST_EMAIL", "")
+	if c, err = loadConfig(); err != nil || c.oidc.ClientSecret != "from-a-file" || c.oidc.Only || c.oidc.TrustEmail {
 		t.Errorf("the secret from a file, OIDC-only off by default: %+v, %v", c.oidc, err)
 	}
 	// A public client (PKCE alone) has no secret.
@@ -93,6 +95,7 @@ func TestConfigOIDCRefusesAnIncompleteOrWrongConfiguration(t *testing.T) {
 		{"an address among domains", map[string]string{"WEFT_OIDC_ALLOWED_DOMAINS": "example.com,bob@example.org"}, "WEFT_OIDC_ALLOWED_DOMAINS"},
 		{"a URL among domains", map[string]string{"WEFT_OIDC_ALLOWED_DOMAINS": "https://example.com"}, "WEFT_OIDC_ALLOWED_DOMAINS"},
 		{"OIDC-only not a boolean", map[string]string{"WEFT_OIDC_ONLY": "sometimes"}, "WEFT_OIDC_ONLY must be true or false"},
+		{"trust-email not a boolean", map[string]string{"WEFT_OIDC_TRUST_EMAIL": "maybe"}, "WEFT_OIDC_TRUST_EMAIL must be true or false"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clearOIDCEnv(t)

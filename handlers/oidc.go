@@ -242,6 +242,9 @@ func (s *ssoPages) verify(ctx context.Context, code string, f ssoFlow) (ssoIdent
 		return id, http.StatusBadGateway, fmt.Errorf("id token claims: %w", err)
 	}
 	id.issuer, id.subject = idt.Issuer, idt.Subject
+	if s.cfg.TrustEmail {
+		id.EmailVerified = true
+	}
 	id.Email = strings.TrimSpace(id.Email)
 	return id, 0, nil
 }

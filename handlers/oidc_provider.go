@@ -30,8 +30,12 @@ type OIDCConfig struct {
 	// verified emails of these domains sign in by single sign-on, and they
 	// may create accounts even while sign-up is closed.
 	AllowedDomains []string
-	Only           bool   // WEFT_OIDC_ONLY: no password sign-in or sign-up
-	Name           string // the button's "Sign in with <Name>"; default "single sign-on"
+	Only           bool // WEFT_OIDC_ONLY: no password sign-in or sign-up
+	// TrustEmail (WEFT_OIDC_TRUST_EMAIL) takes every email the provider
+	// gives as verified: for a provider that sends no email_verified but
+	// whose emails only its administrators set (Microsoft Entra ID).
+	TrustEmail bool
+	Name       string // the button's "Sign in with <Name>"; default "single sign-on"
 	// Timeout bounds each call to the provider (discovery, the code
 	// exchange, its keys). Default 10 s.
 	Timeout time.Duration

@@ -654,3 +654,17 @@ func TestSingleSignOnCallbacksAreRateLimitedPerAddress(t *testing.T) {
 		t.Errorf("the fourth refused callback = %d, want 429", r.StatusCode)
 	}
 }
+
+// A provider that sends no email_verified (Microsoft Entra ID) links by
+// email only when the administrator says its emails can be trusted.
+func TestSingleSignOnTrustsUnverifiedEmailsOnlyWhenTold(t *testing.T) {
+	t.Parallel()
+	e := startSSO(t, func(c *handlers.Config) { c.OIDC.TrustEmail = true })
+	testenv.NewClient(t, e.base).Register("erin@example.com", password)
+	e.user("sub-erin", "erin@example.com", false)
+	e.signedIn(e.browser(), "erin@example.com")
+	u, _ := e.store.UserByEmail(context.Background(), "erin@example.com")
+	if ids := e.identities(u.ID); len(ids) != 1 {
+		t.Errorf("erin's identities: %+v", ids)
+	}
+}
