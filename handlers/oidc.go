@@ -280,6 +280,8 @@ func (s *ssoPages) describe(next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		sso := views.SSO{Name: s.name(), Only: s.cfg.Only, Unreachable: s.provider.unreachable(), NeedsSetupToken: needed}
+		w.Header().Set("Content-Security-Policy",
+			strings.Replace(contentSecurityPolicy, "form-action 'self'", s.provider.formAction(), 1))
 		next(w, r.WithContext(views.WithSSO(r.Context(), sso)))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,9 @@ type ssoProvider struct {
 	// must not wait on the mutex; retrying is set while one runs in the
 	// background.
 	down, retrying atomic.Bool
+	// authOrigin is the authorization endpoint's origin once discovered
+	// (a string), for the sign-in pages' form-action.
+	authOrigin atomic.Value
 }
 
 // ssoReady is what a successful discovery gives.
@@ -109,6 +113,9 @@ func (s *ssoProvider) get(ctx context.Context) (*ssoReady, error) {
 		// Signature, issuer, audience (our client id) and expiry; the
 		// nonce is ours to compare.
 		verifier: p.Verifier(&oidc.Config{ClientID: s.cfg.ClientID}),
+	}
+	if o := origin(p.Endpoint().AuthURL); o != "" {
+		s.authOrigin.Store(o)
 	}
 	s.down.Store(false)
 	return s.ready, nil
@@ -171,4 +178,29 @@ func (c *OIDCConfig) withDefaults(public *url.URL) *OIDCConfig {
 		cp.RetryWait = 5 * time.Second
 	}
 	return &cp
+}
+
+// formAction is the sign-in pages' CSP form-action: 'self' and the
+// provider. The button is a form (it may carry the setup token), and
+// browsers check form-action on every redirect a form submission follows,
+// so 'self' alone stops the redirect to the provider.
+func (s *ssoProvider) formAction() string {
+	srcs := []string{"'self'"}
+	if o := origin(s.cfg.Issuer); o != "" {
+		srcs = append(srcs, o)
+	}
+	if o, _ := s.authOrigin.Load().(string); o != "" && !slices.Contains(srcs, o) {
+		srcs = append(srcs, o)
+	}
+	return "form-action " + strings.Join(srcs, " ")
+}
+
+// origin is scheme://host[:port] of an http(s) URL, "" for anything that
+// could not stand as a CSP source.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(u.Host, " ;,'\"*") {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }

@@ -597,6 +597,13 @@ func TestSingleSignOnRoutesAnswerSignedInAndAnonymousCallers(t *testing.T) {
 			t.Errorf("%s %s as %s = %d %q, want %d %q", c.method, c.path, c.name, r.StatusCode, r.Header.Get("Location"), c.status, c.locationHas)
 		}
 	}
+	// The sign-in page's forms may redirect to the provider; other pages' not.
+	if csp := anon.Get("/login").Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' "+e.idp.Addr()+";") {
+		t.Errorf("the sign-in page's policy does not let its form reach the provider: %s", csp)
+	}
+	if csp := owner.Get("/settings").Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self';") {
+		t.Errorf("another page's policy: %s", csp)
+	}
 	// A cross-site POST is refused like every other.
 	r := anon.DoHeader("POST", "/auth/oidc/login", url.Values{}, http.Header{"Sec-Fetch-Site": {"cross-site"}})
 	if r.StatusCode != http.StatusForbidden {
