@@ -229,7 +229,7 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		r.Post("/login", e.sso.passwordsOff(false, e.sso.describe(e.auth.login)))
 		r.Post("/logout", e.auth.logout)
 		r.Get("/auth/oidc/login", e.sso.login)
-		r.Post("/auth/oidc/login", e.sso.login)
+		r.Post("/auth/oidc/login", e.sso.describe(e.sso.login)) // a refusal redraws the sign-in page
 		r.Get("/auth/oidc/callback", e.sso.callback)
 		r.Group(func(r chi.Router) {
 			r.Use(requireUser)
