@@ -393,3 +393,39 @@ func latestAttachment(t *testing.T, store *db.DB, user, thread int64) int64 {
 	}
 	return id
 }
+
+// Sharing from the thread page (htmx) answers with the thread's share panel
+// holding the new URL, never cached; a thread with no message left has
+// nothing to share and says so.
+func TestSharingFromTheThreadPageAnswersWithThePanelAndTheURL(t *testing.T) {
+	t.Parallel()
+	e := newShareEnv(t)
+	ctx := context.Background()
+	thread := e.startThread("papa")
+	r := e.owner.HTMX(fmt.Sprintf("/t/%d/shares", thread), url.Values{"expires": {"30d"}, "files": {"on"}})
+	if r.StatusCode != http.StatusOK || strings.Contains(r.Body, "<html") || !strings.Contains(r.Body, `id="share-panel"`) ||
+		!shareURLRe.MatchString(r.Body) || !strings.Contains(r.Body, "with files") {
+		t.Fatalf("share (htmx): %d %.500s", r.StatusCode, r.Body)
+	}
+	if got := r.Header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("the answer holding a new link is cached: %q", got)
+	}
+	list, err := e.app.Store.ThreadShares(ctx, e.user.ID, thread)
+	if err != nil || len(list) != 1 || !list[0].IncludeFiles || list[0].ExpiresAt == nil ||
+		(list[0].ExpiresAt.Sub(time.Unix(0, e.clock.Load())) - 30*24*time.Hour).Abs() > time.Millisecond {
+		t.Fatalf("the link stored: %+v %v", list, err)
+	}
+
+	path, _, err := e.app.Store.ActivePath(ctx, e.user.ID, thread, 10)
+	if err != nil || len(path) != 2 {
+		t.Fatalf("the path: %d %v", len(path), err)
+	}
+	if r := e.owner.Post(fmt.Sprintf("/m/%d/delete", path[0].ID), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete the first message: %d", r.StatusCode)
+	}
+	r = e.owner.HTMX(fmt.Sprintf("/t/%d/shares", thread), nil)
+	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="share-error"`) ||
+		!strings.Contains(r.Body, "no messages to share") {
+		t.Errorf("sharing an empty thread: %d %.500s", r.StatusCode, r.Body)
+	}
+}
