@@ -412,7 +412,7 @@ func TestSharingFromTheThreadPageAnswersWithThePanelAndTheURL(t *testing.T) {
 	}
 	list, err := e.app.Store.ThreadShares(ctx, e.user.ID, thread)
 	if err != nil || len(list) != 1 || !list[0].IncludeFiles || list[0].ExpiresAt == nil ||
-		(list[0].ExpiresAt.Sub(time.Unix(0, e.clock.Load())) - 30*24*time.Hour).Abs() > time.Millisecond {
+		(list[0].ExpiresAt.Sub(time.Unix(0, e.clock.Load()))-30*24*time.Hour).Abs() > time.Millisecond {
 		t.Fatalf("the link stored: %+v %v", list, err)
 	}
 
