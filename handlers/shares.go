@@ -174,10 +174,14 @@ func (h *sharePages) list(w http.ResponseWriter, r *http.Request) {
 	h.shell.page(w, r, http.StatusOK, "Shared links", views.SharesPage(list, h.now()))
 }
 
-// threadSharePanel is the share panel of the thread page.
-func threadSharePanel(ctx context.Context, s interface {
+// shareLister lists a thread's share links.
+type shareLister interface {
 	ThreadShares(ctx context.Context, user, thread int64) ([]db.Share, error)
-}, user int64, t db.Thread, otherBranch bool) (views.SharePanel, error) {
+}
+
+// threadSharePanel is the share panel of the thread page (otherBranch: the
+// page shows a branch other than the saved one, which a link shares).
+func threadSharePanel(ctx context.Context, s shareLister, user int64, t db.Thread, otherBranch bool) (views.SharePanel, error) {
 	list, err := s.ThreadShares(ctx, user, t.ID)
 	return views.SharePanel{ThreadID: t.ID, Shares: list, Now: time.Now(), OtherBranch: otherBranch}, err
 }

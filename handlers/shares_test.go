@@ -126,6 +126,28 @@ func TestAShareLinkShowsTheVisiblePathAsItWasWhenMadeReadOnlyToAnyone(t *testing
 	}
 	waitIdle(t, e.app.Store, e.user.ID, thread)
 
+	// What belongs to the owner's workspace, never to a share: a label, a
+	// command entry, the thread's notes.
+	path, _, err = e.app.Store.ActivePath(ctx, e.user.ID, thread, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.owner.Post(fmt.Sprintf("/m/%d/labels", path[1].ID), url.Values{"name": {"label-zulu"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("label: %d", r.StatusCode)
+	}
+	if r := e.owner.HTMX(fmt.Sprintf("/t/%d/messages", thread), url.Values{"content": {"/status"}}); r.StatusCode >= 300 {
+		t.Fatalf("/status: %d", r.StatusCode)
+	}
+	if r := e.owner.Post(fmt.Sprintf("/t/%d/settings", thread), url.Values{"notes": {"notes-zulu"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("notes: %d %.300s", r.StatusCode, r.Body)
+	}
+	owned := e.owner.Get(fmt.Sprintf("/t/%d", thread)).Body
+	for _, s := range []string{"label-zulu", `data-testid="command-entry"`, "notes-zulu"} {
+		if !strings.Contains(owned, s) {
+			t.Fatalf("the thread page lacks %s", s)
+		}
+	}
+
 	_, link := e.share(thread, url.Values{"expires": {"never"}})
 	e.send(thread, "charlie later")
 
@@ -158,7 +180,8 @@ func TestAShareLinkShowsTheVisiblePathAsItWasWhenMadeReadOnlyToAnyone(t *testing
 	}
 	for _, absent := range []string{"bravo old", "charlie later", `data-testid="composer"`, `class="sidebar"`, `data-testid="thread-link"`,
 		`data-testid="edit"`, `data-testid="regenerate"`, `data-testid="branch-pos"`, `data-testid="fork"`, `data-testid="delete-message"`,
-		`data-testid="read-aloud"`, `data-testid="share-create"`, `data-testid="run-status"`, `hx-`, "sharer@example.com", "<script>"} {
+		`data-testid="read-aloud"`, `data-testid="share-create"`, `data-testid="run-status"`, `hx-`, "sharer@example.com", "<script>",
+		"label-zulu", `data-testid="label"`, `data-testid="command-entry"`, "/status", "notes-zulu"} {
 		if strings.Contains(page, absent) {
 			t.Errorf("the share page contains %q", absent)
 		}
