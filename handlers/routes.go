@@ -236,7 +236,7 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	// Share links (issue 18): read by anyone with the token, so no session is
 	// loaded and no user required; not indexed, not cached, no Referer.
 	r.Group(func(r chi.Router) {
-		r.Use(capBody(e.cfg.MaxBodyBytes), writeDeadline(2*time.Minute), shareHeaders)
+		r.Use(shareHeaders, capBody(e.cfg.MaxBodyBytes), writeDeadline(2*time.Minute))
 		r.Get("/s/{token}", e.shareRead.show)
 		r.Get("/s/{token}/attachments/{id}", e.shareRead.attachment(false))
 		r.Get("/s/{token}/attachments/{id}/thumb", e.shareRead.attachment(true))
