@@ -45,6 +45,8 @@ type Config struct {
 	// MCP is the MCP servers /admin shows and /reload-mcp reloads (nil:
 	// none configured).
 	MCP MCPServers
+	// Now is the clock share links expire by (nil: time.Now); tests move it.
+	Now func() time.Time
 }
 
 // withDefaults fills what the deployment left unset.
@@ -63,6 +65,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxStreamsPerUser <= 0 {
 		cfg.MaxStreamsPerUser = 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.StreamSweep == 0 {
 		cfg.StreamSweep = 10 * time.Second
