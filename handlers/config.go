@@ -47,6 +47,8 @@ type Config struct {
 	MCP MCPServers
 	// OIDC is single sign-on (WEFT_OIDC_*; nil: none).
 	OIDC *OIDCConfig
+	// Now is the clock share links expire by (nil: time.Now); tests move it.
+	Now func() time.Time
 }
 
 // withDefaults fills what the deployment left unset.
@@ -65,6 +67,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxStreamsPerUser <= 0 {
 		cfg.MaxStreamsPerUser = 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.StreamSweep == 0 {
 		cfg.StreamSweep = 10 * time.Second

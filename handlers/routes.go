@@ -156,6 +156,8 @@ type endpoints struct {
 	media      *mediaPages
 	admin      *admin
 	goals      *goalPanel
+	shares     *sharePages
+	shareRead  *sharedPages
 }
 
 // newEndpoints builds every handler once. The shell (the page frame) and
@@ -169,6 +171,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 	kh := &kbs{store: store, rag: kb, models: models, shell: shell, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}
 	au := &auth{store: store, sessions: sh.sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
 		hashes: sh.hashes, streams: sh.streams}
+	mp := &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell}
 	return &endpoints{
 		cfg: cfg, store: store, sessions: sh.sessions, fileLimits: med.Limits(),
 		auth:       au,
@@ -186,9 +189,11 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		kbWeb:      &kbWeb{kbs: kh, web: kb, store: store},
 		agent:      &agentPages{agentTools: tools, shell: shell, rt: rt},
 		hooks:      &hookPages{store: store, ag: ag, shell: shell},
-		media:      &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell},
+		media:      mp,
 		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers, mcp: cfg.MCP},
 		goals:      &goalPanel{store: store, rt: rt},
+		shares:     &sharePages{store: store, shell: shell, publicURL: cfg.PublicURL, now: cfg.Now},
+		shareRead:  &sharedPages{store: store, files: mp, now: cfg.Now},
 	}
 }
 
@@ -236,6 +241,16 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 			e.conversationRoutes(r)
 			e.libraryRoutes(r)
 		})
+	})
+	// Share links (issue 18): read by anyone with the token, so no session is
+	// loaded and no user required; not indexed, not cached, no Referer.
+	r.Group(func(r chi.Router) {
+		r.Use(shareHeaders, capBody(e.cfg.MaxBodyBytes), writeDeadline(2*time.Minute))
+		r.Get("/s/{token}", e.shareRead.show)
+		r.Get("/s/{token}/attachments/{id}", e.shareRead.attachment(false))
+		r.Get("/s/{token}/attachments/{id}/thumb", e.shareRead.attachment(true))
+		r.Get("/s/{token}/media/{id}", e.shareRead.media(false))
+		r.Get("/s/{token}/media/{id}/thumb", e.shareRead.media(true))
 	})
 	// Sends: the composer's files make them larger than other forms.
 	r.Group(func(r chi.Router) {
@@ -289,6 +304,10 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Post("/clears/{id}/undo", th.undoClear)
 	r.Post("/runs/{id}/cancel", e.runs.cancel)
 	e.treeRoutes(r) // labels and branch summaries
+
+	r.Post("/t/{id}/shares", e.shares.create)
+	r.Post("/shares/{id}/revoke", e.shares.revoke)
+	r.Get("/shares", e.shares.list)
 
 	r.Post("/t/{id}/move", mg.move)
 	r.Get("/t/{id}/export.{format}", mg.export)
