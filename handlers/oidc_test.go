@@ -437,7 +437,8 @@ func TestSingleSignOnSendsThePKCEVerifierTheProviderChecks(t *testing.T) {
 	e.mu.Lock()
 	auth, tokens := e.authorize[len(e.authorize)-1], e.tokens
 	e.mu.Unlock()
-	if auth.Get("code_challenge_method") != "S256" || auth.Get("code_challenge") == "" || auth.Get("nonce") == "" || auth.Get("state") == "" {
+	if auth.Get("code_challenge_method") != "S256" || auth.Get("code_challenge") == "" || auth.Get("nonce") == "" || auth.Get("state") == "" ||
+		auth.Get("redirect_uri") != e.base+"/auth/oidc/callback" || auth.Get("scope") != "openid email profile" {
 		t.Fatalf("the authorization request: %v", auth)
 	}
 	var verifier string
