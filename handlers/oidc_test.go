@@ -421,11 +421,16 @@ func TestSingleSignOnRefusesAMissingOrForeignState(t *testing.T) {
 		!strings.Contains(r.Body, "MockID did not sign you in") {
 		t.Errorf("the provider's refusal = %d: %.300s", r.StatusCode, r.Body)
 	}
-	// And the right callback signs in.
+	// And the right callback signs in, under a new session token (the one
+	// that carried the sign-in in progress is not the signed-in one).
 	e.user("sub-a", "a@example.com", true)
 	u = e.flow(c)
+	before := c.SessionCookie()
 	if r := callback(u, func(url.Values) {}); r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "/" {
 		t.Errorf("the right callback = %d %q: %.300s", r.StatusCode, r.Header.Get("Location"), r.Body)
+	}
+	if after := c.SessionCookie(); before == "" || after == "" || after == before {
+		t.Errorf("session token before %q and after signing in %q: not renewed", before, after)
 	}
 }
 
