@@ -345,6 +345,12 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/login", "/login", url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, nil, want{401, 401, 401}},
 		{"POST", "/register", "/register", url.Values{"email": {"bad"}, "password": {"x"}}, nil, want{422, 422, 422}},
 		{"POST", "/logout", "/logout", nil, nil, want{login, login, login}},
+		// Single sign-on is not configured here: its routes are 404 for
+		// everyone (TestSingleSignOnRoutesAnswerSignedInAndAnonymousCallers
+		// covers them configured).
+		{"GET", "/auth/oidc/login", "/auth/oidc/login", nil, nil, want{404, 404, 404}},
+		{"POST", "/auth/oidc/login", "/auth/oidc/login", url.Values{}, nil, want{404, 404, 404}},
+		{"GET", "/auth/oidc/callback", "/auth/oidc/callback?state=s&code=c", nil, nil, want{404, 404, 404}},
 	}
 
 	covered := map[string]bool{}

@@ -45,6 +45,8 @@ type Config struct {
 	// MCP is the MCP servers /admin shows and /reload-mcp reloads (nil:
 	// none configured).
 	MCP MCPServers
+	// OIDC is single sign-on (WEFT_OIDC_*; nil: none).
+	OIDC *OIDCConfig
 	// Now is the clock share links expire by (nil: time.Now); tests move it.
 	Now func() time.Time
 }
@@ -72,5 +74,6 @@ func (cfg Config) withDefaults() Config {
 	if cfg.StreamSweep == 0 {
 		cfg.StreamSweep = 10 * time.Second
 	}
+	cfg.OIDC = cfg.OIDC.withDefaults(cfg.PublicURL)
 	return cfg
 }
