@@ -176,12 +176,3 @@ func (d *DB) ResetPassword(ctx context.Context, token, hash string) (user int64,
 	})
 	return user, ended, err
 }
-
-// prefixCols qualifies each column of a list such as userCols.
-func prefixCols(prefix, cols string) string {
-	parts := splitCols(cols)
-	for i, c := range parts {
-		parts[i] = prefix + c
-	}
-	return strings.Join(parts, ", ")
-}
