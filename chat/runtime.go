@@ -21,6 +21,7 @@ type Store interface {
 	ContinueAnswer(ctx context.Context, user, message int64, kind string) (db.Sent, error)
 	DeleteMessage(ctx context.Context, user, message int64) (db.DeletedSubtree, error)
 	CancelThreadRuns(ctx context.Context, user, thread int64) ([]int64, error)
+	CancelUserRuns(ctx context.Context, user int64) ([]int64, error)
 	DeleteThread(ctx context.Context, user, id int64) ([]string, error)
 	Message(ctx context.Context, user, id int64) (db.Message, error)
 	ClaimNextRun(ctx context.Context, thread int64, instance string, userCap int) (db.Run, bool, error)

@@ -156,6 +156,8 @@ type endpoints struct {
 	media      *mediaPages
 	admin      *admin
 	goals      *goalPanel
+	users      *adminUsers
+	account    *account
 	shares     *sharePages
 	shareRead  *sharedPages
 }
@@ -170,8 +172,9 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 	home := &home{shell: shell, store: store, media: med}
 	kh := &kbs{store: store, rag: kb, models: models, shell: shell, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}
 	au := &auth{store: store, sessions: sh.sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
-		hashes: sh.hashes, streams: sh.streams}
+		hashes: sh.hashes, streams: sh.streams, seen: newSeenSessions()}
 	mp := &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell}
+	acc := &account{store: store, sessions: sh.sessions, hashes: sh.hashes, streams: sh.streams, limit: cfg.LoginLimit}
 	return &endpoints{
 		cfg: cfg, store: store, sessions: sh.sessions, fileLimits: med.Limits(),
 		auth:       au,
@@ -184,7 +187,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		manage:     &manage{store: store, shell: shell},
 		workspaces: &workspaces{store: store, shell: shell, sessions: sh.sessions},
 		roles:      &roles{store: store, shell: shell},
-		settings:   &settings{store: store, shell: shell},
+		settings:   &settings{store: store, shell: shell, account: acc},
 		kbs:        kh,
 		kbWeb:      &kbWeb{kbs: kh, web: kb, store: store},
 		agent:      &agentPages{agentTools: tools, shell: shell, rt: rt},
@@ -194,6 +197,9 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		goals:      &goalPanel{store: store, rt: rt},
 		shares:     &sharePages{store: store, shell: shell, publicURL: cfg.PublicURL, now: cfg.Now},
 		shareRead:  &sharedPages{store: store, files: mp, now: cfg.Now},
+		users: &adminUsers{store: store, runs: rt, blobs: med, streams: sh.streams, shell: shell,
+			workspaceRoot: ag.Root, publicURL: cfg.PublicURL},
+		account: acc,
 	}
 }
 
@@ -236,6 +242,9 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		r.Get("/auth/oidc/login", e.sso.login)
 		r.Post("/auth/oidc/login", e.sso.describe(e.sso.login)) // a refusal redraws the sign-in page
 		r.Get("/auth/oidc/callback", e.sso.callback)
+		r.Get("/invite/{token}", e.auth.showInvite)
+		r.Get("/reset/{token}", e.account.showReset)
+		r.Post("/reset/{token}", e.account.reset)
 		r.Group(func(r chi.Router) {
 			r.Use(requireUser)
 			e.conversationRoutes(r)
@@ -367,6 +376,9 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.Post("/tools/hooks/{id}/delete", e.hooks.delete)
 	r.Get("/settings", e.settings.show)
 	r.Post("/settings/instructions", e.settings.setInstructions)
+	r.Post("/settings/password", e.settings.changePassword)
+	r.Post("/settings/sessions/others", e.account.signOutOthers)
+	r.Post("/settings/sessions/{id}/delete", e.account.signOutOne)
 
 	r.Get("/attachments/{id}", mp.attachment)
 	r.Get("/attachments/{id}/thumb", mp.attachmentThumb)
@@ -381,6 +393,25 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
 	r.With(requireAdmin).Post("/admin/system-prompt", ad.setSystemPrompt)
 	r.With(requireAdmin).Post("/reload-mcp", ad.reloadMCP)
+	e.userAdminRoutes(r)
+}
+
+// userAdminRoutes are the administrator's pages and actions on accounts
+// and invites (issue 18).
+func (e *endpoints) userAdminRoutes(r chi.Router) {
+	us := e.users
+	r.Group(func(r chi.Router) {
+		r.Use(requireAdmin)
+		r.Get("/admin/users", us.list)
+		r.Get("/admin/users/{id}", us.show)
+		r.Post("/admin/users/{id}/disable", us.setDisabled(true))
+		r.Post("/admin/users/{id}/enable", us.setDisabled(false))
+		r.Post("/admin/users/{id}/role", us.setRole)
+		r.Post("/admin/users/{id}/reset-link", us.resetLink)
+		r.Post("/admin/users/{id}/delete", us.delete)
+		r.Post("/admin/invites", us.createInvite)
+		r.Post("/admin/invites/{id}/revoke", us.revokeInvite)
+	})
 }
 
 // staticFiles serves the embedded files. They are small and change with the

@@ -289,30 +289,40 @@ func AdminPage(signupMode, systemPrompt string, saved bool) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "> Open: anyone who reaches this server can create an account</label> <label><input type=\"radio\" name=\"mode\" value=\"closed\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "> Open: anyone who reaches this server can create an account</label> <label><input type=\"radio\" name=\"mode\" value=\"invite\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if signupMode == "closed" {
+		if signupMode == "invite" {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, " checked")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "> Closed: no new accounts</label></fieldset><button type=\"submit\">Save</button></form><form method=\"post\" action=\"/admin/system-prompt\" data-testid=\"system-prompt-form\"><label>System prompt (the first thing every model request says, for every user) <textarea name=\"system_prompt\" rows=\"6\" maxlength=\"20000\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "> Invite-only: only with an invite link made on <a href=\"/admin/users#invites\">Users</a></label> <label><input type=\"radio\" name=\"mode\" value=\"closed\"")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		if signupMode == "closed" {
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, " checked")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "> Closed: no new accounts</label></fieldset><button type=\"submit\">Save</button></form><p><a href=\"/admin/users\" data-testid=\"users-link\">Users</a>: search, disable, administrators, password-reset links, deletion, invites.</p><form method=\"post\" action=\"/admin/system-prompt\" data-testid=\"system-prompt-form\"><label>System prompt (the first thing every model request says, for every user) <textarea name=\"system_prompt\" rows=\"6\" maxlength=\"20000\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var13 string
 		templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(systemPrompt)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/settings.templ`, Line: 87, Col: 76}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/settings.templ`, Line: 89, Col: 76}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "</textarea></label> <button type=\"submit\">Save</button></form></section>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "</textarea></label> <button type=\"submit\">Save</button></form></section>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
