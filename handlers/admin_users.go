@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -57,6 +58,7 @@ type adminUsers struct {
 
 const (
 	usersPageSize = 50
+	usersMaxPage  = math.MaxInt32
 	resetLinkTTL  = 24 * time.Hour
 	msgLastAdmin  = "That would leave this server without an enabled administrator. Make another account an administrator first."
 	msgNotAdmin   = "Your account is no longer an administrator."
@@ -81,7 +83,9 @@ func (h *adminUsers) list(w http.ResponseWriter, r *http.Request) {
 // this once.
 func (h *adminUsers) renderList(w http.ResponseWriter, r *http.Request, status int, inviteURL, errMsg string) {
 	q := r.URL.Query()
-	f := db.UserFilter{Query: q.Get("q"), Role: q.Get("role"), State: q.Get("state"), Limit: usersPageSize}
+	// The search is sent to the database as text: bytes that are not
+	// UTF-8 are dropped, not a failed query.
+	f := db.UserFilter{Query: strings.ToValidUTF8(q.Get("q"), ""), Role: q.Get("role"), State: q.Get("state"), Limit: usersPageSize}
 	if f.Role != db.RoleAdmin && f.Role != db.RoleMember {
 		f.Role = ""
 	}
@@ -89,7 +93,7 @@ func (h *adminUsers) renderList(w http.ResponseWriter, r *http.Request, status i
 		f.State = ""
 	}
 	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
+	page = min(max(page, 1), usersMaxPage) // its offset fits the query's
 	f.Offset = (page - 1) * usersPageSize
 	users, total, err := h.store.ListUsers(r.Context(), f)
 	if err != nil {

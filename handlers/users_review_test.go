@@ -69,3 +69,28 @@ func TestResetAndInviteTokensNeverReachTheLogs(t *testing.T) {
 		t.Errorf("the log does not say a reset or an invite link was asked for:\n%s", got)
 	}
 }
+
+// Whatever the address bar says, the list of users answers with a page or
+// a plain refusal, never a server error: a page number past any integer, a
+// search that is not text, a search of a whole paragraph.
+func TestTheUsersListAnswersAnyPageOrSearchWithoutAServerError(t *testing.T) {
+	t.Parallel()
+	_, _, admin, _, _ := adminAndMember(t, testenv.Options{})
+	for _, q := range []string{
+		"page=200000000000000000",
+		"page=9223372036854775807",
+		"q=%FF%FE",
+		"q=" + strings.Repeat("a", 5000),
+	} {
+		r := admin.Get("/admin/users?" + q)
+		if r.StatusCode >= 500 {
+			t.Errorf("/admin/users?%.40s = %d", q, r.StatusCode)
+		}
+	}
+	if r := admin.Get("/admin/users?page=200000000000000000"); r.StatusCode != http.StatusOK || !strings.Contains(r.Body, "users-prev") {
+		t.Errorf("a page past the end = %d, want the list with a way back", r.StatusCode)
+	}
+	if r := admin.Get("/admin/users?q=%25"); r.StatusCode != http.StatusOK || strings.Contains(r.Body, "member@example.com") {
+		t.Errorf("a search for %% = %d, lists accounts without one", r.StatusCode)
+	}
+}
