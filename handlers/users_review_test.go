@@ -2,14 +2,17 @@ package handlers_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 // lockedLog collects what the default logger writes, from any goroutine.
@@ -92,5 +95,63 @@ func TestTheUsersListAnswersAnyPageOrSearchWithoutAServerError(t *testing.T) {
 	}
 	if r := admin.Get("/admin/users?q=%25"); r.StatusCode != http.StatusOK || strings.Contains(r.Body, "member@example.com") {
 		t.Errorf("a search for %% = %d, lists accounts without one", r.StatusCode)
+	}
+}
+
+// Someone who knows the old password signs in while the account's password
+// is being reset: the password was checked, then the reset ended every
+// session, then the sign-in recorded its own. That session must not
+// outlive the reset (it would keep the old password's holder in for a
+// month). The sign-in is held between its password check and its session
+// by a row lock on its login-failure bookkeeping.
+func TestASignInWithThePasswordAResetReplacedMeanwhileGetsNoSession(t *testing.T) {
+	t.Parallel()
+	app, store, admin, _, m := adminAndMember(t, testenv.Options{})
+	ctx := context.Background()
+	link := resetURL.FindStringSubmatch(admin.Post(userPath(m.ID, "reset-link"), nil).Body)
+	if link == nil {
+		t.Fatal("no reset link")
+	}
+	// A failure row of the account that the sign-in deletes after its
+	// password check (ClearLoginFailures), locked until the reset is done.
+	if err := store.RecordLoginFailure(ctx, "email:member@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM login_failures WHERE key = 'email:member@example.com' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	thief := testenv.NewClient(t, app.TS.URL)
+	signedIn := make(chan int, 1)
+	go func() {
+		signedIn <- thief.Post("/login", url.Values{"email": {"member@example.com"}, "password": {password}}).StatusCode
+	}()
+	testwait.For(t, "the sign-in to check the password and wait", 10*time.Second, func() bool {
+		var waiting bool
+		_ = store.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+		return waiting
+	})
+	anon := testenv.NewClient(t, app.TS.URL)
+	if r := anon.Post(link[1], url.Values{"password": {"a brand new passphrase"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("reset = %d", r.StatusCode)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	status := <-signedIn
+	if r := thief.Get("/"); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a sign-in with the replaced password (%d) has a session after the reset: / = %d", status, r.StatusCode)
+	}
+	if status != http.StatusUnauthorized {
+		t.Errorf("the sign-in with the replaced password = %d, want 401", status)
+	}
+	var n int
+	if err := store.Pool.QueryRow(ctx, "SELECT count(*) FROM user_sessions WHERE user_id = $1", m.ID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d sessions of the member after the reset (%v)", n, err)
 	}
 }
