@@ -161,7 +161,7 @@ func keepsAnAdmin(ctx context.Context, tx pgx.Tx, u User) error {
 }
 
 // SetUserDisabled disables or enables an account. Disabling ends every
-// session of it in the same transaction (the tokens are returned, to end
+// session of it, and drops its password-reset link, in the same transaction (the tokens are returned, to end
 // their event streams) and is refused for the last enabled administrator;
 // the caller stops the account's runs (chat.Runtime.StopUserRuns).
 func (d *DB) SetUserDisabled(ctx context.Context, actor, target int64, disabled bool) (ended []string, err error) {
@@ -178,9 +178,15 @@ func (d *DB) SetUserDisabled(ctx context.Context, actor, target int64, disabled 
 		if _, err := tx.Exec(ctx, "UPDATE users SET disabled = $2 WHERE id = $1", target, disabled); err != nil {
 			return err
 		}
-		if disabled {
-			ended, err = endSessions(ctx, tx, target, "")
+		if !disabled {
+			return nil
 		}
+		// A reset link handed out before goes too: its holder could
+		// otherwise choose the password the account has once enabled.
+		if _, err := tx.Exec(ctx, "DELETE FROM password_resets WHERE user_id = $1", target); err != nil {
+			return err
+		}
+		ended, err = endSessions(ctx, tx, target, "")
 		return err
 	})
 	return ended, err

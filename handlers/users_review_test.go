@@ -155,3 +155,33 @@ func TestASignInWithThePasswordAResetReplacedMeanwhileGetsNoSession(t *testing.T
 		t.Fatalf("%d sessions of the member after the reset (%v)", n, err)
 	}
 }
+
+// A reset link handed out before the account was disabled (to a mailbox
+// that may be why it was disabled) sets no password while the account is
+// disabled: whoever holds it could otherwise choose the password the
+// account has when an administrator enables it again.
+func TestAResetLinkSetsNoPasswordWhileItsAccountIsDisabled(t *testing.T) {
+	t.Parallel()
+	app, _, admin, member, m := adminAndMember(t, testenv.Options{})
+	link := resetURL.FindStringSubmatch(admin.Post(userPath(m.ID, "reset-link"), nil).Body)
+	if link == nil {
+		t.Fatal("no reset link")
+	}
+	if r := admin.Post(userPath(m.ID, "disable"), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("disable = %d", r.StatusCode)
+	}
+	anon := testenv.NewClient(t, app.TS.URL)
+	if r := anon.Get(link[1]); r.StatusCode != http.StatusGone {
+		t.Errorf("the link of a disabled account opens: %d", r.StatusCode)
+	}
+	if r := anon.Post(link[1], url.Values{"password": {"the holder's choice"}}); r.StatusCode != http.StatusGone {
+		t.Errorf("the link of a disabled account sets a password: %d", r.StatusCode)
+	}
+	if r := admin.Post(userPath(m.ID, "enable"), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("enable = %d", r.StatusCode)
+	}
+	if r := member.Post("/login", url.Values{"email": {"member@example.com"}, "password": {"the holder's choice"}}); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the password chosen through the link while disabled signs in: %d", r.StatusCode)
+	}
+	member.Login("member@example.com", password)
+}
