@@ -84,8 +84,9 @@ func (h *adminUsers) list(w http.ResponseWriter, r *http.Request) {
 func (h *adminUsers) renderList(w http.ResponseWriter, r *http.Request, status int, inviteURL, errMsg string) {
 	q := r.URL.Query()
 	// The search is sent to the database as text: bytes that are not
-	// UTF-8 are dropped, not a failed query.
-	f := db.UserFilter{Query: strings.ToValidUTF8(q.Get("q"), ""), Role: q.Get("role"), State: q.Get("state"), Limit: usersPageSize}
+	// UTF-8, and NULs, are dropped, not a failed query.
+	search := strings.ReplaceAll(strings.ToValidUTF8(q.Get("q"), ""), "\x00", "")
+	f := db.UserFilter{Query: search, Role: q.Get("role"), State: q.Get("state"), Limit: usersPageSize}
 	if f.Role != db.RoleAdmin && f.Role != db.RoleMember {
 		f.Role = ""
 	}

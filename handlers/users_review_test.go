@@ -83,6 +83,7 @@ func TestTheUsersListAnswersAnyPageOrSearchWithoutAServerError(t *testing.T) {
 		"page=200000000000000000",
 		"page=9223372036854775807",
 		"q=%FF%FE",
+		"q=a%00b",
 		"q=" + strings.Repeat("a", 5000),
 	} {
 		r := admin.Get("/admin/users?" + q)
