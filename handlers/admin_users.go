@@ -112,6 +112,10 @@ func (h *adminUsers) renderList(w http.ResponseWriter, r *http.Request, status i
 		return
 	}
 	me, _ := currentUser(r)
+	if inviteURL != "" {
+		// The link is a secret shown once: no cache keeps the answer.
+		w.Header().Set("Cache-Control", "no-store")
+	}
 	d := views.UsersPage{Users: users, Total: total, Filter: f, Page: page, PageSize: usersPageSize, Me: me.ID,
 		Notice: usersNotices[q.Get("done")], Error: errMsg, SignupMode: mode, Invites: invites, InviteURL: inviteURL,
 		Now: time.Now()}
@@ -142,6 +146,8 @@ func (h *adminUsers) renderUser(w http.ResponseWriter, r *http.Request, status i
 	d := views.UserPage{User: u, Holdings: held, Me: me.ID, ResetURL: resetURL, Error: errMsg, Now: time.Now()}
 	if resetURL != "" {
 		d.ResetExpires = time.Now().Add(resetLinkTTL)
+		// The link is a secret shown once: no cache keeps the answer.
+		w.Header().Set("Cache-Control", "no-store")
 	}
 	h.shell.page(w, r, status, u.Email, views.AdminUser(d))
 }

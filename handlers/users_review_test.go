@@ -186,3 +186,17 @@ func TestAResetLinkSetsNoPasswordWhileItsAccountIsDisabled(t *testing.T) {
 	}
 	member.Login("member@example.com", password)
 }
+
+// A reset or invite link is shown once, in the answer to the form that
+// made it: no cache (the browser's, a proxy's) keeps that answer.
+func TestTheAnswersShowingANewResetOrInviteLinkAreNotStored(t *testing.T) {
+	t.Parallel()
+	_, _, admin, _, m := adminAndMember(t, testenv.Options{})
+	reset := admin.Post(userPath(m.ID, "reset-link"), nil)
+	invite := admin.Post("/admin/invites", url.Values{})
+	for name, r := range map[string]testenv.Response{"reset link": reset, "invite": invite} {
+		if r.StatusCode != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("the answer with a new %s = %d, Cache-Control %q; want no-store", name, r.StatusCode, r.Header.Get("Cache-Control"))
+		}
+	}
+}
