@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"weft/internal/fakeollama"
 	"weft/internal/testenv"
 	"weft/internal/testwait"
 )
@@ -198,5 +200,64 @@ func TestTheAnswersShowingANewResetOrInviteLinkAreNotStored(t *testing.T) {
 		if r.StatusCode != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" {
 			t.Errorf("the answer with a new %s = %d, Cache-Control %q; want no-store", name, r.StatusCode, r.Header.Get("Cache-Control"))
 		}
+	}
+}
+
+// The account being deleted sends a message after its runs were stopped
+// and before the deletion's transaction (held here on the administrators'
+// lock): the run that message started is deleted with the account, and
+// its model request must end too, not go on for a model that is slow to
+// say anything.
+func TestARunStartedWhileItsAccountIsBeingDeletedIsStopped(t *testing.T) {
+	t.Parallel()
+	app, store, admin, member, m := adminAndMember(t, testenv.Options{})
+	ctx := context.Background()
+	tx, err := store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('weft:admins', 0))"); err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan int, 1)
+	go func() {
+		deleted <- admin.Post(userPath(m.ID, "delete"), url.Values{"confirm": {"member@example.com"}}).StatusCode
+	}()
+	testwait.For(t, "the deletion to stop the runs and wait for the lock", 10*time.Second, func() bool {
+		var waiting bool
+		_ = store.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+		return waiting
+	})
+	ws := regexp.MustCompile(`name="workspace_id" value="(\d+)"`).FindStringSubmatch(member.Get("/").Body)
+	if ws == nil {
+		t.Fatal("no composer")
+	}
+	if r := member.Post("/t", url.Values{"workspace_id": {ws[1]}, "content": {"[[hang]] still here"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("send = %d", r.StatusCode)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := app.Fake.WaitFor(wctx, func(recs []fakeollama.Recorded) bool {
+		for _, r := range recs {
+			if r.Chat != nil && len(r.Chat.Messages) > 0 && strings.Contains(r.Chat.Messages[len(r.Chat.Messages)-1].Content, "still here") {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("the model was not asked: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if status := <-deleted; status != http.StatusSeeOther {
+		t.Fatalf("delete = %d", status)
+	}
+	cctx, cancelC := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelC()
+	if err := app.Fake.WaitCancelled(cctx, 1); err != nil {
+		t.Fatalf("the deleted account's model request goes on: %v", err)
 	}
 }
