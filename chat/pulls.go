@@ -242,6 +242,10 @@ func (p *Pulls) wake(id int64, all bool) {
 func (p *Pulls) note(n db.Note) {
 	if n.Kind == db.NotePullStop {
 		p.stopLive(n.ID, errPullCancelled)
+	} else {
+		// The pull may have ended on another instance: its model is read
+		// again by the next page instead of after the catalogue's 30 s.
+		p.models.Invalidate()
 	}
 	p.wake(n.ID, false)
 }

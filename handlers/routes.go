@@ -154,6 +154,7 @@ type endpoints struct {
 	media      *mediaPages
 	admin      *admin
 	goals      *goalPanel
+	models     *modelPages
 }
 
 // newEndpoints builds every handler once. The shell (the page frame) and
@@ -185,6 +186,8 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		media:      &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell},
 		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers, mcp: cfg.MCP},
 		goals:      &goalPanel{store: store, rt: rt},
+		models: &modelPages{store: store, models: models, manager: rt.Pulls(), shell: shell, streams: sh.streams,
+			sessions: sh.sessions, closing: sh.closing},
 	}
 }
 
@@ -250,6 +253,7 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(capBody(e.cfg.MaxBodyBytes), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
 		r.Get("/runs/{id}/events", e.runs.events)
+		r.With(requireAdmin).Get("/admin/models/pulls/{id}/events", e.models.events)
 	})
 	return r
 }
@@ -293,6 +297,7 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Post("/workspaces/switch", ws.switchTo)
 	r.Post("/workspaces/{id}/rename", ws.rename)
 	r.Post("/workspaces/{id}/archive", ws.archive)
+	r.Post("/workspaces/{id}/model", ws.setModel)
 }
 
 // libraryRoutes are the signed-in pages and actions around conversations:
@@ -353,6 +358,16 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
 	r.With(requireAdmin).Post("/admin/system-prompt", ad.setSystemPrompt)
 	r.With(requireAdmin).Post("/reload-mcp", ad.reloadMCP)
+
+	// Models (issue 18): everyone sees the list; administrators manage.
+	md := e.models
+	r.Get("/models", md.list)
+	r.With(requireAdmin).Get("/admin/models", md.admin)
+	r.With(requireAdmin).Post("/admin/models/pull", md.pull)
+	r.With(requireAdmin).Post("/admin/models/pulls/{id}/cancel", md.cancel)
+	r.With(requireAdmin).Get("/admin/models/delete", md.confirmDelete)
+	r.With(requireAdmin).Post("/admin/models/delete", md.delete)
+	r.With(requireAdmin).Post("/admin/models/unload", md.unload)
 }
 
 // staticFiles serves the embedded files. They are small and change with the
