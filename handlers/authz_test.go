@@ -198,6 +198,16 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	BS := fmt.Sprint(newSummary().ID)
 	freshSummary := func() string { return fmt.Sprintf("/branch-summaries/%d/delete", newSummary().ID) }
 
+	// A finished model pull (issue 18): its stream ends at once.
+	pull, err := store.StartModelPull(ctx, u.ID, "llama3.2", "", "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.FinishModelPull(ctx, pull.ID, db.PullFailed, db.PullProgress{}, "it failed"); err != nil {
+		t.Fatal(err)
+	}
+	PL := fmt.Sprint(pull.ID)
+
 	const (
 		login = "→/login"
 		self  = "any" // a route with no object id: the other user acts on their own data
@@ -311,6 +321,15 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"GET", "/media/{id}/card", "/media/" + MD + "/card", nil, nil, want{200, 404, login}},
 		{"POST", "/m/{id}/speak", "/m/" + M + "/speak", nil, nil, want{303, 404, login}},
 		{"POST", "/t/{id}/media", "/t/" + T + "/media", url.Values{"tts": {"on"}}, nil, want{303, 404, login}},
+		{"GET", "/models", "/models", nil, nil, want{200, 200, login}},
+		{"GET", "/admin/models", "/admin/models", nil, nil, want{200, 403, login}},
+		{"POST", "/admin/models/pull", "/admin/models/pull", url.Values{"name": {"tiny"}}, nil, want{303, 403, login}},
+		{"POST", "/admin/models/pulls/{id}/cancel", "/admin/models/pulls/" + PL + "/cancel", nil, nil, want{303, 403, login}},
+		{"GET", "/admin/models/pulls/{id}/events", "/admin/models/pulls/" + PL + "/events", nil, nil, want{200, 403, login}},
+		{"GET", "/admin/models/delete", "/admin/models/delete?name=vision", nil, nil, want{200, 403, login}},
+		{"POST", "/admin/models/delete", "/admin/models/delete", url.Values{"name": {"vision:latest"}, "confirm": {"yes"}}, nil, want{303, 403, login}},
+		{"POST", "/admin/models/unload", "/admin/models/unload", url.Values{"name": {"tiny:latest"}}, nil, want{303, 403, login}},
+		{"POST", "/workspaces/{id}/model", "/workspaces/" + W + "/model", url.Values{"model": {"tiny:latest"}}, nil, want{303, 404, login}},
 		{"POST", "/admin/media", "/admin/media", url.Values{"tts_engine": {"espeak"}}, nil, want{303, 403, login}},
 		{"POST", "/login", "/login", url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, nil, want{401, 401, 401}},
 		{"POST", "/register", "/register", url.Values{"email": {"bad"}, "password": {"x"}}, nil, want{422, 422, 422}},
