@@ -83,14 +83,15 @@ func (s *Server) WaitPulls(ctx context.Context, cond func(pulls []PullRecord) bo
 
 // HoldPulls makes every pull, running or to come, stop after sending n
 // lines (n <= 0: no hold) until ReleasePulls, the client going away,
-// SetDown(true) or Close.
+// SetDown(true) or Close. A pull held at fewer lines goes on to n.
 func (s *Server) HoldPulls(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.holdAt = n
-	if s.release == nil {
-		s.release = make(chan struct{})
+	if s.release != nil {
+		close(s.release) // held pulls look at the new n
 	}
+	s.release = make(chan struct{})
 	s.notifyLocked()
 }
 

@@ -119,6 +119,10 @@ func TestAHeldPullWaitsUntilReleasedAndSeesItsClientLeave(t *testing.T) {
 		t.Fatalf("a held pull sent %+v", r)
 	default:
 	}
+	s.HoldPulls(5) // a held pull goes on to the new hold
+	if err := s.WaitPulls(ctxT(t), func(p []PullRecord) bool { return p[0].Lines == 5 }); err != nil {
+		t.Fatal(err)
+	}
 	cancel()
 	if err := s.WaitPulls(ctxT(t), func(p []PullRecord) bool { return p[0].Done }); err != nil {
 		t.Fatal(err)
