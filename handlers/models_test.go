@@ -17,6 +17,7 @@ import (
 	"weft/db"
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 // pullFake is a fake model server whose registry offers qwen3:8b in two
@@ -369,5 +370,69 @@ func TestAWorkspaceDefaultModelPreselectsTheComposer(t *testing.T) {
 	}
 	if home := c.Get("/").Body; !strings.Contains(home, `<option value="tiny:latest" selected>`) {
 		t.Fatal("cleared: the instance default is not back")
+	}
+}
+
+// With several model servers, a pull goes onto the server chosen (or
+// onto every one), the list says which servers hold each model, and a
+// delete takes it from one server only when asked so.
+func TestWithSeveralServersAPullTargetsTheChosenServer(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	a, b := pullFake(t), pullFake(t)
+	app := testenv.Start(t, store, testenv.Options{Fake: a, MoreFakes: []*fakeollama.Server{b}})
+	admin := testenv.NewClient(t, app.TS.URL)
+	admin.Register("admin@example.com", password)
+	aid := adminID(t, store, "admin@example.com")
+	la, lb := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
+	page := admin.Get("/admin/models").Body
+	if !strings.Contains(page, `<select name="server" aria-label="Onto">`) || !strings.Contains(page, `<option value="`+lb+`">`) {
+		t.Fatalf("no server choice on the pull form:\n%s", section(page, "model-pull"))
+	}
+	if r := admin.Post("/admin/models/pull", url.Values{"name": {"qwen3:8b"}, "server": {lb}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("pull onto %s = %d", lb, r.StatusCode)
+	}
+	pulls, err := store.ModelPulls(context.Background(), aid, 10)
+	if err != nil || len(pulls) != 1 || pulls[0].Server != lb {
+		t.Fatalf("pulls = %+v, %v", pulls, err)
+	}
+	done := waitEvent(t, followPull(t, admin, pulls[0].ID), "the end", func(ev sseEvent) bool { return ev.name == "done" })
+	if !strings.Contains(done.data, `data-status="completed"`) || !strings.Contains(done.data, "onto "+lb) {
+		t.Fatalf("done = %s", done.data)
+	}
+	if len(a.Pulls()) != 0 || len(b.Pulls()) != 1 {
+		t.Fatalf("pulls seen: %d on a, %d on b", len(a.Pulls()), len(b.Pulls()))
+	}
+	where := regexp.MustCompile(`data-model="qwen3:8b">(?s:.*?)data-testid="model-where">([^<]*)<`)
+	if m := where.FindStringSubmatch(admin.Get("/admin/models").Body); m == nil || m[1] != lb {
+		t.Fatalf("qwen3:8b is said to be on %v, want %s", m, lb)
+	}
+	// Onto every server: one pull per server; b already has it (cached).
+	if r := admin.Post("/admin/models/pull", url.Values{"name": {"qwen3:8b"}, "server": {""}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("pull onto every server = %d", r.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, f := range []*fakeollama.Server{a, b} {
+		if err := f.WaitPulls(ctx, func(p []fakeollama.PullRecord) bool { return len(p) > 0 && p[len(p)-1].Completed }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testwait.For(t, "both pulls to end", 20*time.Second, func() bool {
+		ps, _ := store.ModelPulls(context.Background(), aid, 10)
+		return len(ps) == 3 && !ps[0].Running() && !ps[1].Running()
+	})
+	if m := where.FindStringSubmatch(admin.Get("/admin/models").Body); m == nil || m[1] != la+", "+lb {
+		t.Fatalf("after pulling onto every server, qwen3:8b is said to be on %v", m)
+	}
+	// Delete from a only.
+	if r := admin.Post("/admin/models/delete", url.Values{"name": {"qwen3:8b"}, "confirm": {"yes"}, "server": {la}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete from %s = %d: %.300s", la, r.StatusCode, r.Body)
+	}
+	if len(a.Deleted()) != 1 || len(b.Deleted()) != 0 {
+		t.Fatalf("deleted: a %v, b %v", a.Deleted(), b.Deleted())
+	}
+	if m := where.FindStringSubmatch(admin.Get("/admin/models").Body); m == nil || m[1] != lb {
+		t.Fatalf("after deleting from %s, qwen3:8b is said to be on %v", la, m)
 	}
 }
