@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -45,6 +46,8 @@ type Models struct {
 	maxCtx       int
 	ttl, errTTL  time.Duration
 
+	stale atomic.Bool // Invalidate was called: the next List reads again
+
 	mu     sync.Mutex
 	models []Model
 	err    error
@@ -73,12 +76,9 @@ func NewModels(client Catalog, host, defaultModel string, maxCtx int) *Models {
 }
 
 // Invalidate makes the next List read the server(s) again: a model was
-// pulled or deleted.
-func (m *Models) Invalidate() {
-	m.mu.Lock()
-	m.at = time.Time{}
-	m.mu.Unlock()
-}
+// pulled or deleted. It never waits (the notes' listener calls it while a
+// List may be reading the servers).
+func (m *Models) Invalidate() { m.stale.Store(true) }
 
 // List returns every model with its capabilities.
 func (m *Models) List(ctx context.Context) ([]Model, error) {
@@ -88,7 +88,7 @@ func (m *Models) List(ctx context.Context) ([]Model, error) {
 	if m.err != nil {
 		ttl = m.errTTL
 	}
-	if !m.at.IsZero() && time.Since(m.at) < ttl {
+	if !m.stale.Swap(false) && !m.at.IsZero() && time.Since(m.at) < ttl {
 		return m.models, m.err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
