@@ -6,13 +6,16 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ollama/ollama/api"
 
 	"weft/chat"
+	"weft/db"
 	"weft/internal/fakeollama"
+	"weft/internal/testwait"
 )
 
 // chat.OllamaClient.Pull reads /api/pull like the official client: the
@@ -57,5 +60,49 @@ func TestOllamaPullGivesWhatTheOfficialClientGives(t *testing.T) {
 		if tc.name == "success" && (len(got[1]) != 12 || got[1][11].Status != "success") {
 			t.Errorf("success: %v", got[1])
 		}
+	}
+}
+
+// countingStore counts a runtime's writes of pull progress.
+type countingStore struct {
+	*db.DB
+	saves atomic.Int64
+}
+
+func (s *countingStore) SaveModelPull(ctx context.Context, id int64, pr db.PullProgress) (bool, error) {
+	s.saves.Add(1)
+	return s.DB.SaveModelPull(ctx, id, pr)
+}
+
+// A pull's progress is written at most once a FlushEvery, not per line:
+// 240 lines over about 1.2 s make one write a second, and the row ends
+// with the whole of it.
+func TestAPullWritesItsProgressAtMostOnceAFlushNotPerLine(t *testing.T) {
+	t.Parallel()
+	var counting *countingStore
+	e := newEnvWrapped(t, chat.Config{FlushEvery: time.Second}, func(d *db.DB) chat.Store {
+		counting = &countingStore{DB: d}
+		return counting
+	}, fakeollama.WithRegistry(fakeollama.PullModel{Model: fakeollama.Model{Name: "many"}, Layers: []int64{1 << 20}, Steps: 235}),
+		fakeollama.WithPullDelay(5*time.Millisecond))
+	if !e.user.IsAdmin() {
+		t.Fatal("the env's user is not the administrator")
+	}
+	pulls, err := e.rt.Pulls().Pull(context.Background(), e.user.ID, "many", "")
+	if err != nil || len(pulls) != 1 {
+		t.Fatalf("pull: %v %v", pulls, err)
+	}
+	var p db.ModelPull
+	testwait.For(t, "the pull to end", 20*time.Second, func() bool {
+		p, err = e.store.ModelPull(context.Background(), e.user.ID, pulls[0].ID)
+		return err == nil && !p.Running()
+	})
+	recs := e.fake.Pulls()
+	if p.Status != db.PullCompleted || p.Completed != 1<<20 || p.Total != 1<<20 || len(recs) != 1 || recs[0].Lines != 240 {
+		t.Fatalf("pull = %+v, fake %+v", p, recs)
+	}
+	took := p.FinishedAt.Sub(p.CreatedAt)
+	if n := counting.saves.Load(); n > int64(took/time.Second)+1 {
+		t.Fatalf("%d progress writes for 240 lines in %s", n, took)
 	}
 }
