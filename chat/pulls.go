@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -58,6 +59,27 @@ type Pulls struct {
 	watchers map[int64]map[chan struct{}]struct{}
 	closed   bool // shutting down: nothing starts
 	wg       sync.WaitGroup
+	ended    sync.Map // status → *atomic.Int64: pulls of this instance that ended so
+}
+
+// Running is how many pulls run on this instance now (a metric).
+func (p *Pulls) Running() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.live)
+}
+
+// Ended is how many pulls of this instance ended with status (a metric).
+func (p *Pulls) Ended(status string) int64 {
+	if n, ok := p.ended.Load(status); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+func (p *Pulls) count(status string) {
+	n, _ := p.ended.LoadOrStore(status, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
 }
 
 var (
@@ -363,6 +385,7 @@ func (p *Pulls) run(ctx context.Context, pull db.ModelPull, s ModelServer, lp *l
 	p.mu.Lock()
 	delete(p.live, pull.ID)
 	p.mu.Unlock()
+	p.count(status)
 	lp.cancel(nil)
 	if status == db.PullCompleted {
 		p.refresh()

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"weft/chat"
 	"weft/db"
 	"weft/internal/usererr"
@@ -232,4 +234,24 @@ func (h *modelPages) unload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, fmt.Sprintf("/admin/models?unloaded=%s", url.QueryEscape(name)))
+}
+
+// pullMetrics is what the metrics read of the pulls (chat.Pulls).
+type pullMetrics interface {
+	Running() int
+	Ended(status string) int64
+}
+
+// registerPullMetrics exports the pulls of this instance:
+// weft_model_pulls_running and weft_model_pulls_total by how they ended.
+func registerPullMetrics(reg prometheus.Registerer, p pullMetrics) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "weft_model_pulls_running", Help: "Model pulls running on this instance.",
+	}, func() float64 { return float64(p.Running()) }))
+	for _, st := range []string{db.PullCompleted, db.PullFailed, db.PullCancelled, db.PullInterrupted} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "weft_model_pulls_total", Help: "Model pulls of this instance that ended, by status.",
+			ConstLabels: prometheus.Labels{"status": st},
+		}, func() float64 { return float64(p.Ended(st)) }))
+	}
 }

@@ -150,6 +150,9 @@ func TestAPullShowsLiveProgressThenTheModelIsInTheList(t *testing.T) {
 	if n := len(fake.Pulls()); n != 1 {
 		t.Errorf("the fake saw %d pulls", n)
 	}
+	if m := admin.Get("/metrics").Body; !strings.Contains(m, `weft_model_pulls_total{status="completed"} 1`) || !strings.Contains(m, "weft_model_pulls_running 0") {
+		t.Errorf("metrics lack the pull")
+	}
 }
 
 // A pull Ollama refuses shows Ollama's words on its row.

@@ -84,6 +84,9 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	sessions := newSessions(cfg, sessionStore)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if pl := rt.Pulls(); pl != nil {
+		registerPullMetrics(reg, pl)
+	}
 	metricsHandler := requireBearer(cfg.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	shared := sharedState{
 		sessions: sessions,
