@@ -1,12 +1,14 @@
 package handlers_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"weft/internal/fakeollama"
 	"weft/internal/testenv"
 )
 
@@ -61,4 +63,43 @@ func TestBrowserModelsPullWithLiveProgressThatSurvivesAReload(t *testing.T) {
 		progressAt("completed", 40_001_000),
 		waitFor(`document.querySelector('#model-list [data-testid=model-row][data-model="qwen3:8b"]')`),
 	)
+}
+
+// Cancel on a running pull's row stops it at the model server, and the
+// row ends cancelled without a reload; the model never appears.
+func TestBrowserModelsCancelAPull(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	fake := pullFake(t)
+	app := testenv.Start(t, store, testenv.Options{Fake: fake})
+	ctx := testenv.Browser(t, 90*time.Second)
+	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	fake.HoldPulls(3)
+	step("register and pull",
+		chromedp.Navigate(app.TS.URL+"/register"),
+		typeInto(`input[name=email]`, "admin@example.com"),
+		typeInto(`input[name=password]`, password),
+		submit(`form[data-testid=register]`),
+		chromedp.WaitVisible(css(`[data-testid=composer]`)),
+		chromedp.Navigate(app.TS.URL+"/admin/models"),
+		typeInto(`[data-testid=model-pull] input[name=name]`, "qwen3:8b"),
+		click(`[data-testid=model-pull] button[type=submit]`),
+		waitFor(`document.querySelector('[data-testid=pull-state]')?.dataset.completed === "10000000"`),
+	)
+	step("cancel it",
+		click(`[data-testid=pull-progress] [data-testid=pull-cancel]`),
+		waitFor(`document.querySelector('[data-testid=pull-state]')?.dataset.status === "cancelled"`),
+	)
+	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := fake.WaitPulls(wctx, func(p []fakeollama.PullRecord) bool { return len(p) == 1 && p[0].Cancelled }); err != nil {
+		t.Fatalf("the model server's pull was not cancelled: %+v", fake.Pulls())
+	}
+	step("the model is not listed, the Cancel button is gone",
+		waitFor(`!document.querySelector('[data-model="qwen3:8b"]') && !document.querySelector('[data-testid=pull-cancel]')`))
 }
