@@ -377,6 +377,11 @@ func (p *Pulls) run(ctx context.Context, pull db.ModelPull, s ModelServer, lp *l
 	default:
 		status, errText = db.PullFailed, describePullError(err, s)
 	}
+	if status == db.PullCompleted {
+		// Before the row says so: whoever sees the pull completed finds
+		// the model in the catalogue.
+		p.refresh()
+	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	if ferr := p.store.FinishModelPull(wctx, pull.ID, status, pr, errText); ferr != nil {
 		slog.Error("finish model pull", "pull", pull.ID, "err", ferr)
@@ -387,9 +392,6 @@ func (p *Pulls) run(ctx context.Context, pull db.ModelPull, s ModelServer, lp *l
 	p.mu.Unlock()
 	p.count(status)
 	lp.cancel(nil)
-	if status == db.PullCompleted {
-		p.refresh()
-	}
 	p.wake(pull.ID, false)
 	slog.Info("model pull ended", "pull", pull.ID, "model", pull.Model, "server", s.URL, "status", status)
 }
