@@ -53,6 +53,10 @@ deps-test: ## deps-run plus Debian's chromium (and espeak-ng for the read-aloud 
 deps-eval: ## deps-run plus Debian's python3.11-doc (the corpus of the second retrieval evaluation set)
 	@bash scripts/deps.sh eval
 
+.PHONY: container-check
+container-check: ## build the Dockerfile with podman and run the image against a throwaway PostgreSQL (root, Debian; ~5 min)
+	@bash scripts/container-check.sh
+
 .PHONY: bench
 BENCH_BASE ?= HEAD~1
 bench: deps-run ## load-test Weft against a fake model, side by side with BENCH_BASE (default HEAD~1; ~20 min; BENCHFLAGS=... passes flags), results in bench/results/

@@ -59,6 +59,7 @@ type config struct {
 	s3                                    *media.S3Config // nil: blobs under WEFT_DATA_DIR/blobs
 	mcp                                   mcp.Config      // WEFT_MCP_CONFIG
 	hooks                                 agent.HooksConfig
+	oidc                                  *handlers.OIDCConfig // WEFT_OIDC_*: nil without single sign-on
 }
 
 func loadConfig() (config, error) {
@@ -91,6 +92,9 @@ func loadConfig() (config, error) {
 			return c, fmt.Errorf("WEFT_PUBLIC_URL must be an http:// or https:// URL with a host name, got %q", v)
 		}
 		c.publicURL = u
+	}
+	if c.oidc, err = oidcConfig(c.publicURL); err != nil {
+		return c, err
 	}
 	if c.maxStreams, err = envInt("WEFT_MAX_STREAMS_PER_USER", 20, 1); err != nil {
 		return c, err
@@ -315,6 +319,7 @@ func appConfig(cfg config) app.Config {
 			MaxStreamsPerUser: cfg.maxStreams,
 			SignupLimit:       cfg.signupLimit,
 			UserMaxBytes:      cfg.userBytes,
+			OIDC:              cfg.oidc,
 		},
 	}
 }

@@ -53,6 +53,9 @@ func main() {
 	// else runs (see packages extract and sandbox).
 	extract.ChildMain()
 	sandbox.ChildMain()
+	if len(os.Args) == 2 && os.Args[1] == "healthcheck" {
+		os.Exit(healthcheck(os.Stderr))
+	}
 	cfg, err := loadConfig()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weft:", err)

@@ -2,6 +2,9 @@ package handlers_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -208,6 +211,25 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	}
 	PL := fmt.Sprint(pull.ID)
 
+	// Share links (issue 18): one of the first thread (its answer has the
+	// media), one of the thread with the attachment, both with files.
+	newShare := func(thread int64) (db.Share, string) {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		tok := base64.RawURLEncoding.EncodeToString(b)
+		sum := sha256.Sum256([]byte(tok))
+		sh, err := store.CreateShare(ctx, u.ID, thread, db.NewShare{TokenSHA256: sum[:], TokenHint: tok[:6], IncludeFiles: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sh, "/s/" + tok
+	}
+	_, SM := newShare(first.ThreadID)
+	_, SA := newShare(withFile.Thread.ID)
+	freshShare := func() string { sh, _ := newShare(first.ThreadID); return fmt.Sprintf("/shares/%d/revoke", sh.ID) }
+
 	const (
 		login = "→/login"
 		self  = "any" // a route with no object id: the other user acts on their own data
@@ -331,9 +353,23 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/admin/models/unload", "/admin/models/unload", url.Values{"name": {"tiny:latest"}}, nil, want{303, 403, login}},
 		{"POST", "/workspaces/{id}/model", "/workspaces/" + W + "/model", url.Values{"model": {"tiny:latest"}}, nil, want{303, 404, login}},
 		{"POST", "/admin/media", "/admin/media", url.Values{"tts_engine": {"espeak"}}, nil, want{303, 403, login}},
+		{"POST", "/t/{id}/shares", "/t/" + T + "/shares", url.Values{"expires": {"7d"}}, nil, want{200, 404, login}},
+		{"POST", "/shares/{id}/revoke", "", nil, freshShare, want{303, 404, login}},
+		{"GET", "/shares", "/shares", nil, nil, want{200, 200, login}},
+		{"GET", "/s/{token}", SM, nil, nil, want{200, 200, 200}},
+		{"GET", "/s/{token}/attachments/{id}", SA + "/attachments/" + AT, nil, nil, want{200, 200, 200}},
+		{"GET", "/s/{token}/attachments/{id}/thumb", SA + "/attachments/" + AT + "/thumb", nil, nil, want{200, 200, 200}},
+		{"GET", "/s/{token}/media/{id}", SM + "/media/" + MD, nil, nil, want{200, 200, 200}},
+		{"GET", "/s/{token}/media/{id}/thumb", SM + "/media/" + MD + "/thumb", nil, nil, want{200, 200, 200}},
 		{"POST", "/login", "/login", url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, nil, want{401, 401, 401}},
 		{"POST", "/register", "/register", url.Values{"email": {"bad"}, "password": {"x"}}, nil, want{422, 422, 422}},
 		{"POST", "/logout", "/logout", nil, nil, want{login, login, login}},
+		// Single sign-on is not configured here: its routes are 404 for
+		// everyone (TestSingleSignOnRoutesAnswerSignedInAndAnonymousCallers
+		// covers them configured).
+		{"GET", "/auth/oidc/login", "/auth/oidc/login", nil, nil, want{404, 404, 404}},
+		{"POST", "/auth/oidc/login", "/auth/oidc/login", url.Values{}, nil, want{404, 404, 404}},
+		{"GET", "/auth/oidc/callback", "/auth/oidc/callback?state=s&code=c", nil, nil, want{404, 404, 404}},
 	}
 
 	covered := map[string]bool{}

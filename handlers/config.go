@@ -45,6 +45,10 @@ type Config struct {
 	// MCP is the MCP servers /admin shows and /reload-mcp reloads (nil:
 	// none configured).
 	MCP MCPServers
+	// OIDC is single sign-on (WEFT_OIDC_*; nil: none).
+	OIDC *OIDCConfig
+	// Now is the clock share links expire by (nil: time.Now); tests move it.
+	Now func() time.Time
 }
 
 // withDefaults fills what the deployment left unset.
@@ -64,8 +68,12 @@ func (cfg Config) withDefaults() Config {
 	if cfg.MaxStreamsPerUser <= 0 {
 		cfg.MaxStreamsPerUser = 20
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.StreamSweep == 0 {
 		cfg.StreamSweep = 10 * time.Second
 	}
+	cfg.OIDC = cfg.OIDC.withDefaults(cfg.PublicURL)
 	return cfg
 }

@@ -80,7 +80,9 @@ func (h *mediaPages) serveBlob(w http.ResponseWriter, r *http.Request, sha, mime
 	}
 	hd.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": name}))
 	hd.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	hd.Set("Cache-Control", "private, max-age=86400")
+	if hd.Get("Cache-Control") == "" { // a share link's files are never cached
+		hd.Set("Cache-Control", "private, max-age=86400")
+	}
 	http.ServeContent(w, r, "", st.ModTime(), f)
 }
 

@@ -40,6 +40,7 @@ type Server struct {
 	sessionStore *pgxstore.PostgresStore
 	closing      chan struct{}
 	closeOnce    sync.Once
+	sso          *ssoPages
 }
 
 // StartShutdown ends the open event streams (browsers reconnect, to another
@@ -98,7 +99,7 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	r := e.routes(newMetrics(reg), metricsHandler)
 	go shared.streams.sweep(store.LiveSessions, cfg.StreamSweep, shared.closing)
 	return &Server{Handler: r, router: r, metrics: metricsHandler, streams: shared.streams, hashes: shared.hashes,
-		sessionStore: sessionStore, closing: shared.closing}
+		sessionStore: sessionStore, closing: shared.closing, sso: e.sso}
 }
 
 // newSessions is the session manager over the sessions table.
@@ -141,6 +142,7 @@ type endpoints struct {
 	sessions   *scs.SessionManager
 	fileLimits media.Limits // the composer's files
 	auth       *auth
+	sso        *ssoPages
 	shell      *shell
 	home       *home
 	threads    *threads
@@ -157,6 +159,8 @@ type endpoints struct {
 	media      *mediaPages
 	admin      *admin
 	goals      *goalPanel
+	shares     *sharePages
+	shareRead  *sharedPages
 	models     *modelPages
 }
 
@@ -169,10 +173,13 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 	shell := &shell{store: store, sessions: sh.sessions, models: models, agent: tools}
 	home := &home{shell: shell, store: store, media: med}
 	kh := &kbs{store: store, rag: kb, models: models, shell: shell, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}
+	au := &auth{store: store, sessions: sh.sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
+		hashes: sh.hashes, streams: sh.streams}
+	mp := &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell}
 	return &endpoints{
 		cfg: cfg, store: store, sessions: sh.sessions, fileLimits: med.Limits(),
-		auth: &auth{store: store, sessions: sh.sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
-			hashes: sh.hashes, streams: sh.streams},
+		auth:       au,
+		sso:        newSSOPages(cfg, store, au),
 		shell:      shell,
 		home:       home,
 		threads:    &threads{store: store, shell: shell, home: home, rt: rt, media: med},
@@ -186,9 +193,11 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		kbWeb:      &kbWeb{kbs: kh, web: kb, store: store},
 		agent:      &agentPages{agentTools: tools, shell: shell, rt: rt},
 		hooks:      &hookPages{store: store, ag: ag, shell: shell},
-		media:      &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell},
+		media:      mp,
 		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers, mcp: cfg.MCP},
 		goals:      &goalPanel{store: store, rt: rt},
+		shares:     &sharePages{store: store, shell: shell, publicURL: cfg.PublicURL, now: cfg.Now},
+		shareRead:  &sharedPages{store: store, files: mp, now: cfg.Now},
 		models: &modelPages{store: store, models: models, manager: rt.Pulls(), shell: shell, streams: sh.streams,
 			sessions: sh.sessions, closing: sh.closing},
 	}
@@ -223,16 +232,31 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	// deadline.
 	r.Group(func(r chi.Router) {
 		r.Use(capBody(e.cfg.MaxBodyBytes), writeDeadline(30*time.Second), e.sessions.LoadAndSave, e.auth.withUser)
-		r.Get("/register", e.auth.showRegister)
-		r.Post("/register", e.auth.register)
-		r.Get("/login", e.auth.showLogin)
-		r.Post("/login", e.auth.login)
+		// Single sign-on, when configured, adds its button to these pages
+		// (and with WEFT_OIDC_ONLY turns the passwords off).
+		r.Get("/register", e.sso.describe(e.auth.showRegister))
+		r.Post("/register", e.sso.passwordsOff(true, e.sso.describe(e.auth.register)))
+		r.Get("/login", e.sso.describe(e.auth.showLogin))
+		r.Post("/login", e.sso.passwordsOff(false, e.sso.describe(e.auth.login)))
 		r.Post("/logout", e.auth.logout)
+		r.Get("/auth/oidc/login", e.sso.login)
+		r.Post("/auth/oidc/login", e.sso.describe(e.sso.login)) // a refusal redraws the sign-in page
+		r.Get("/auth/oidc/callback", e.sso.callback)
 		r.Group(func(r chi.Router) {
 			r.Use(requireUser)
 			e.conversationRoutes(r)
 			e.libraryRoutes(r)
 		})
+	})
+	// Share links (issue 18): read by anyone with the token, so no session is
+	// loaded and no user required; not indexed, not cached, no Referer.
+	r.Group(func(r chi.Router) {
+		r.Use(shareHeaders, capBody(e.cfg.MaxBodyBytes), writeDeadline(2*time.Minute))
+		r.Get("/s/{token}", e.shareRead.show)
+		r.Get("/s/{token}/attachments/{id}", e.shareRead.attachment(false))
+		r.Get("/s/{token}/attachments/{id}/thumb", e.shareRead.attachment(true))
+		r.Get("/s/{token}/media/{id}", e.shareRead.media(false))
+		r.Get("/s/{token}/media/{id}/thumb", e.shareRead.media(true))
 	})
 	// Sends: the composer's files make them larger than other forms.
 	r.Group(func(r chi.Router) {
@@ -287,6 +311,10 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Post("/clears/{id}/undo", th.undoClear)
 	r.Post("/runs/{id}/cancel", e.runs.cancel)
 	e.treeRoutes(r) // labels and branch summaries
+
+	r.Post("/t/{id}/shares", e.shares.create)
+	r.Post("/shares/{id}/revoke", e.shares.revoke)
+	r.Get("/shares", e.shares.list)
 
 	r.Post("/t/{id}/move", mg.move)
 	r.Get("/t/{id}/export.{format}", mg.export)

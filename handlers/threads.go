@@ -35,6 +35,7 @@ type threadStore interface {
 	Attachments(ctx context.Context, user int64, msgs []int64) (map[int64][]db.Attachment, error)
 	bodyStore
 	AddImageRequest(ctx context.Context, user, thread int64, prompt, answer, engine string, maxPending int) (db.Sent, db.Media, error)
+	ThreadShares(ctx context.Context, user, thread int64) ([]db.Share, error)
 }
 
 // attacher is the media service as the thread's actions use it.
@@ -85,6 +86,10 @@ func (h *threads) show(w http.ResponseWriter, r *http.Request) {
 			MaxFiles: lim.MaxFiles, MaxFileBytes: lim.MaxFileBytes,
 		}}
 	if err := h.shell.agent.composer(r.Context(), u.ID, ws, &t, &p.Composer); err != nil {
+		serverError(w, r, err)
+		return
+	}
+	if p.Share, err = threadSharePanel(r.Context(), h.store, u.ID, t, v.OtherBranch != 0); err != nil {
 		serverError(w, r, err)
 		return
 	}

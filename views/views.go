@@ -122,6 +122,7 @@ type ThreadPage struct {
 	Usage       db.UsageTotals
 	ImagesOn    bool       // image generation is configured
 	Tree        ThreadTree // the thread's labels, its branch summary setting
+	Share       SharePanel // the thread's share links
 }
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }

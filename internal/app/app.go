@@ -170,7 +170,8 @@ func New(store *db.DB, cfg Config) (*App, error) {
 }
 
 // Start begins connecting the MCP servers (in the background: their last
-// known tools are listed at once), recovers the runs of this instance's
+// known tools are listed at once), looks up the single sign-on provider
+// (bounded by its timeout; a failure is logged and retried later), recovers the runs of this instance's
 // previous life and starts queued ones, then begins working the job queue
 // (ingestion and media jobs left by a previous life resume).
 func (a *App) Start(ctx context.Context) error {
@@ -180,6 +181,7 @@ func (a *App) Start(ctx context.Context) error {
 	if a.MCP != nil {
 		a.MCP.Start(ctx)
 	}
+	a.Handler.DiscoverSSO(ctx) // single sign-on, when configured: bounded, never fatal
 	if err := a.RT.Start(ctx); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -39,6 +40,9 @@ type Options struct {
 	// Fetch replaces the agent's web fetch (nil: the real, SSRF-safe one).
 	Fetch func(ctx context.Context, url string) (agent.FetchResult, error)
 	MCP   mcp.Config // the MCP servers (none by default)
+	// Listener is where the test server listens (nil: a fresh local port),
+	// for a test that must know Weft's URL before it starts (a public URL).
+	Listener net.Listener
 }
 
 // App is a running Weft over a test database and a fake Ollama: the
@@ -98,7 +102,12 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 		a.Close()
 		t.Fatalf("start the app: %v", err)
 	}
-	ts := httptest.NewServer(a.Handler)
+	ts := httptest.NewUnstartedServer(a.Handler)
+	if o.Listener != nil {
+		ts.Listener.Close()
+		ts.Listener = o.Listener
+	}
+	ts.Start()
 	t.Cleanup(func() {
 		// Streams end first: the test server's Close waits for every
 		// connection, and an event stream would hold it for a whole run.
