@@ -2,9 +2,7 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,8 +43,11 @@ type modelPages struct {
 	manager  modelManager
 	shell    *shell
 	streams  *streamRegistry
-	sessions interface{ Token(context.Context) string }
-	closing  <-chan struct{}
+	sessions interface {
+		Token(context.Context) string
+		Put(ctx context.Context, key string, val any)
+	}
+	closing <-chan struct{}
 }
 
 // pullsShown is how many pulls /admin/models lists (running ones first).
@@ -84,15 +85,7 @@ func (h *modelPages) list(w http.ResponseWriter, r *http.Request) {
 // admin serves GET /admin/models.
 func (h *modelPages) admin(w http.ResponseWriter, r *http.Request) {
 	u, _ := currentUser(r)
-	h.render(w, r, http.StatusOK, u.ID, true, func(d *views.ModelsData) {
-		q := r.URL.Query()
-		switch {
-		case q.Has("deleted"):
-			d.Done = "Deleted " + q.Get("deleted") + "."
-		case q.Has("unloaded"):
-			d.Done = "Unloaded " + q.Get("unloaded") + "."
-		}
-	})
+	h.render(w, r, http.StatusOK, u.ID, true, func(*views.ModelsData) {})
 }
 
 func (h *modelPages) render(w http.ResponseWriter, r *http.Request, status int, user int64, admin bool, edit func(*views.ModelsData)) {
@@ -216,7 +209,8 @@ func (h *modelPages) delete(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, err, "")
 		return
 	}
-	redirect(w, r, "/admin/models?deleted="+url.QueryEscape(name))
+	h.sessions.Put(r.Context(), sessionFlash, "Deleted "+name+".")
+	redirect(w, r, "/admin/models")
 }
 
 // unload serves POST /admin/models/unload (fields name, server).
@@ -233,7 +227,8 @@ func (h *modelPages) unload(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, err, "")
 		return
 	}
-	redirect(w, r, fmt.Sprintf("/admin/models?unloaded=%s", url.QueryEscape(name)))
+	h.sessions.Put(r.Context(), sessionFlash, "Unloaded "+name+".")
+	redirect(w, r, "/admin/models")
 }
 
 // pullMetrics is what the metrics read of the pulls (chat.Pulls).
