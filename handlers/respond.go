@@ -62,10 +62,10 @@ const genericFailure = "Something went wrong on our side. It has been logged; pl
 func serverError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		// The client went away: there is nobody to answer and nothing broke.
-		slog.DebugContext(r.Context(), "request abandoned", "path", r.URL.Path, "err", err)
+		slog.DebugContext(r.Context(), "request abandoned", "path", logPath(r.URL.Path), "err", err)
 		return
 	}
-	slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", logPath(r.URL.Path), "err", err)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusInternalServerError)
 	_ = views.Page("Error", views.ErrorPage(http.StatusInternalServerError,
