@@ -447,7 +447,7 @@ func TestSharingFromTheThreadPageAnswersWithThePanelAndTheURL(t *testing.T) {
 		t.Fatalf("delete the first message: %d", r.StatusCode)
 	}
 	r = e.owner.HTMX(fmt.Sprintf("/t/%d/shares", thread), nil)
-	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="share-error"`) ||
+	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="error"`) ||
 		!strings.Contains(r.Body, "no messages to share") {
 		t.Errorf("sharing an empty thread: %d %.500s", r.StatusCode, r.Body)
 	}
