@@ -72,6 +72,24 @@ func serverError(w http.ResponseWriter, r *http.Request, err error) {
 		usererr.Or(err, genericFailure))).Render(r.Context(), w)
 }
 
+// logPath is a request's path as the logs show it. A share link's token is
+// its only credential, so a log keeps no more of it than its hint (the
+// first characters, which its owner sees in their list of links).
+func logPath(p string) string {
+	rest, ok := strings.CutPrefix(p, "/s/")
+	if !ok {
+		return p
+	}
+	token, tail, more := strings.Cut(rest, "/")
+	if len(token) > shareHintLen {
+		token = token[:shareHintLen] + "…"
+	}
+	if more {
+		tail = "/" + tail
+	}
+	return "/s/" + token + tail
+}
+
 func notFound(w http.ResponseWriter, r *http.Request) {
 	errorPage(w, r, http.StatusNotFound, "There is nothing here, or it is not yours to see.")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -48,24 +47,6 @@ func shareHeaders(next http.Handler) http.Handler {
 		h.Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)
 	})
-}
-
-// logPath is a request's path as the logs show it. A share link's token is
-// its only credential, so a log keeps no more of it than its hint (the
-// first characters, which its owner sees in their list of links).
-func logPath(p string) string {
-	rest, ok := strings.CutPrefix(p, "/s/")
-	if !ok {
-		return p
-	}
-	token, tail, more := strings.Cut(rest, "/")
-	if len(token) > shareHintLen {
-		token = token[:shareHintLen] + "…"
-	}
-	if more {
-		tail = "/" + tail
-	}
-	return "/s/" + token + tail
 }
 
 // share is the live link named by the path's {token}; it answers the
