@@ -62,14 +62,32 @@ const genericFailure = "Something went wrong on our side. It has been logged; pl
 func serverError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		// The client went away: there is nobody to answer and nothing broke.
-		slog.DebugContext(r.Context(), "request abandoned", "path", r.URL.Path, "err", err)
+		slog.DebugContext(r.Context(), "request abandoned", "path", logPath(r.URL.Path), "err", err)
 		return
 	}
-	slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", logPath(r.URL.Path), "err", err)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusInternalServerError)
 	_ = views.Page("Error", views.ErrorPage(http.StatusInternalServerError,
 		usererr.Or(err, genericFailure))).Render(r.Context(), w)
+}
+
+// logPath is a request's path as the logs show it. A share link's token is
+// its only credential, so a log keeps no more of it than its hint (the
+// first characters, which its owner sees in their list of links).
+func logPath(p string) string {
+	rest, ok := strings.CutPrefix(p, "/s/")
+	if !ok {
+		return p
+	}
+	token, tail, more := strings.Cut(rest, "/")
+	if len(token) > shareHintLen {
+		token = token[:shareHintLen] + "…"
+	}
+	if more {
+		tail = "/" + tail
+	}
+	return "/s/" + token + tail
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {

@@ -258,14 +258,15 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		})
 	})
 	// Share links (issue 18): read by anyone with the token, so no session is
-	// loaded and no user required; not indexed, not cached, no Referer.
-	r.Group(func(r chi.Router) {
+	// loaded and no user required; not indexed, not cached, no Referer. A
+	// router of their own, so that a 404 or 405 under /s/ has the headers too.
+	r.Route("/s", func(r chi.Router) {
 		r.Use(shareHeaders, capBody(e.cfg.MaxBodyBytes), writeDeadline(2*time.Minute))
-		r.Get("/s/{token}", e.shareRead.show)
-		r.Get("/s/{token}/attachments/{id}", e.shareRead.attachment(false))
-		r.Get("/s/{token}/attachments/{id}/thumb", e.shareRead.attachment(true))
-		r.Get("/s/{token}/media/{id}", e.shareRead.media(false))
-		r.Get("/s/{token}/media/{id}/thumb", e.shareRead.media(true))
+		r.Get("/{token}", e.shareRead.show)
+		r.Get("/{token}/attachments/{id}", e.shareRead.attachment(false))
+		r.Get("/{token}/attachments/{id}/thumb", e.shareRead.attachment(true))
+		r.Get("/{token}/media/{id}", e.shareRead.media(false))
+		r.Get("/{token}/media/{id}/thumb", e.shareRead.media(true))
 	})
 	// Sends: the composer's files make them larger than other forms.
 	r.Group(func(r chi.Router) {
