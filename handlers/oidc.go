@@ -107,6 +107,9 @@ func (s *ssoPages) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.sessions.Put(r.Context(), sessionSSOFlow, string(b))
+	// This anonymous session lives as long as the sign-in may take (signing
+	// in renews it for the full lifetime): abandoned ones do not pile up.
+	s.sessions.SetDeadline(r.Context(), f.Started.Add(ssoFlowTTL))
 	http.Redirect(w, r, ready.oauth.AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)),
 		http.StatusSeeOther)
 }
