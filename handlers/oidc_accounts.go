@@ -20,9 +20,10 @@ import (
 //  1. with WEFT_OIDC_ALLOWED_DOMAINS, only a verified email of a listed
 //     domain signs in by single sign-on at all;
 //  2. an identity linked before signs in to its account;
-//  3. otherwise the account with the same email is linked, but only when
-//     the provider says the email is verified (an unverified email links
-//     nothing and creates nothing: whoever typed it may not own it);
+//  3. otherwise the account with the same email (up to ASCII case) is
+//     linked, but only when the provider says the email is verified (an
+//     unverified email links nothing and creates nothing: whoever typed it
+//     may not own it);
 //  4. otherwise a new account is made, under the sign-up rules: the first
 //     account is the admin (with the setup token when one was printed),
 //     later ones join while sign-up is open, or at any time when their
@@ -60,6 +61,9 @@ func (s *ssoPages) account(r *http.Request, id ssoIdentity, setupToken string) (
 	link := db.Identity{Issuer: id.issuer, Subject: id.subject, Email: id.Email}
 	u, err = s.auth.store.UserByEmail(ctx, id.Email)
 	switch {
+	case err == nil && foldASCII(u.Email) != foldASCII(id.Email):
+		// PostgreSQL's lower() matched letters that only look alike.
+		return refuse(http.StatusConflict, "An account on this server has an email address that only looks like this one. Ask the server's administrator.")
 	case err == nil && u.Disabled:
 		return refuse(http.StatusForbidden, msgDisabled)
 	case err == nil:
@@ -140,7 +144,21 @@ func emailDomain(email string) string {
 	if i < 0 {
 		return ""
 	}
-	return strings.ToLower(email[i+1:])
+	return foldASCII(email[i+1:])
+}
+
+// foldASCII lower-cases the ASCII letters only. Emails from a provider are
+// compared this way: Unicode case mapping (strings.ToLower, PostgreSQL's
+// lower()) turns some other letters into ASCII ones — the Kelvin sign "K"
+// into "k", "İ" into "i" — so an address at a look-alike domain, which
+// anyone may register and have verified, would pass for another's.
+func foldASCII(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
 }
 
 func orSomething(s, def string) string {

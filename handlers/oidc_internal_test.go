@@ -21,7 +21,8 @@ func TestEmailVerifiedIsTrueOnlyWhenTheProviderSaysSoPlainly(t *testing.T) {
 }
 
 func TestSingleSignOnNamesDomainsAndOrigins(t *testing.T) {
-	for email, want := range map[string]string{"a@Example.COM": "example.com", "a@b@c.org": "c.org", "nobody": "", "": ""} {
+	for email, want := range map[string]string{"a@Example.COM": "example.com", "a@b@c.org": "c.org", "nobody": "", "": "",
+		"a@\u212Aite.example": "\u212Aite.example", "a@K\u0130TE.example": "k\u0130te.example"} {
 		if got := emailDomain(email); got != want {
 			t.Errorf("emailDomain(%q) = %q, want %q", email, got, want)
 		}
