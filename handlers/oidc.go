@@ -210,10 +210,12 @@ func (s *ssoPages) callback(w http.ResponseWriter, r *http.Request) {
 // ssoIdentity is what a verified ID token says about the person.
 type ssoIdentity struct {
 	issuer, subject string
-	Email           string   `json:"email"`
-	EmailVerified   flexBool `json:"email_verified"`
-	Name            string   `json:"name"`
-	Username        string   `json:"preferred_username"`
+	emailVerified   bool      // what EmailVerified says, or WEFT_OIDC_TRUST_EMAIL when it says nothing
+	Email           string    `json:"email"`
+	EmailVerified   *flexBool `json:"email_verified"` // nil: no claim
+	Name            string    `json:"name"`
+	Username        string    `json:"preferred_username"`
+	AuthorizedParty string    `json:"azp"`
 }
 
 // verify exchanges the code (with the PKCE verifier) and verifies the ID
@@ -244,9 +246,18 @@ func (s *ssoPages) verify(ctx context.Context, code string, f ssoFlow) (ssoIdent
 	if err := idt.Claims(&id); err != nil {
 		return id, http.StatusBadGateway, fmt.Errorf("id token claims: %w", err)
 	}
+	// An azp names the party the token was issued to: it must be us, even
+	// when our client id is among several audiences (OIDC Core 3.1.3.7).
+	if id.AuthorizedParty != "" && id.AuthorizedParty != s.cfg.ClientID {
+		return id, http.StatusUnauthorized, fmt.Errorf("id token: issued to %q (azp), not to this client", id.AuthorizedParty)
+	}
 	id.issuer, id.subject = idt.Issuer, idt.Subject
-	if s.cfg.TrustEmail {
-		id.EmailVerified = true
+	// WEFT_OIDC_TRUST_EMAIL stands in for a claim the provider does not
+	// send; a provider that says "not verified" is believed.
+	if id.EmailVerified != nil {
+		id.emailVerified = bool(*id.EmailVerified)
+	} else {
+		id.emailVerified = s.cfg.TrustEmail
 	}
 	id.Email = strings.TrimSpace(id.Email)
 	return id, 0, nil

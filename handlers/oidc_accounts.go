@@ -37,7 +37,7 @@ func (s *ssoPages) account(r *http.Request, id ssoIdentity, setupToken string) (
 		return db.User{}, 0, status, msg, nil
 	}
 	name := upperFirst(s.name())
-	if len(s.cfg.AllowedDomains) > 0 && (!bool(id.EmailVerified) || !s.domainAllowed(id.Email)) {
+	if len(s.cfg.AllowedDomains) > 0 && (!id.emailVerified || !s.domainAllowed(id.Email)) {
 		return refuse(http.StatusForbidden, fmt.Sprintf("Accounts of %s may not sign in to this server. Ask its administrator.",
 			orSomething(emailDomain(id.Email), "that email domain")))
 	}
@@ -54,7 +54,7 @@ func (s *ssoPages) account(r *http.Request, id ssoIdentity, setupToken string) (
 	if addr, err := mail.ParseAddress(id.Email); err != nil || addr.Address != id.Email || len(id.Email) > 254 {
 		return refuse(http.StatusForbidden, fmt.Sprintf("%s did not give Weft an email address, which every account needs.", name))
 	}
-	if !id.EmailVerified {
+	if !id.emailVerified {
 		return refuse(http.StatusForbidden, fmt.Sprintf(
 			"%s has not verified your email address, so Weft cannot use it. Verify it with %s, then sign in again.", name, s.name()))
 	}

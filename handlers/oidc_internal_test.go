@@ -14,7 +14,7 @@ func TestEmailVerifiedIsTrueOnlyWhenTheProviderSaysSoPlainly(t *testing.T) {
 		`{"email_verified": "yes"}`: false, `{"email_verified": 1}`: false, `{"email_verified": null}`: false,
 	} {
 		var id ssoIdentity
-		if err := json.Unmarshal([]byte(raw), &id); err != nil || bool(id.EmailVerified) != want {
+		if err := json.Unmarshal([]byte(raw), &id); err != nil || (id.EmailVerified != nil && bool(*id.EmailVerified)) != want {
 			t.Errorf("%s: verified %v (%v), want %v", raw, id.EmailVerified, err, want)
 		}
 	}
