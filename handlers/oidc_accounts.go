@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"weft/db"
@@ -169,11 +170,12 @@ func orSomething(s, def string) string {
 }
 
 // ssoDisplayName is the provider's name for the person, or its user name,
-// or the email's local part, at most 100 characters.
+// or the email's local part, at most 100 characters, without control
+// characters (PostgreSQL refuses a NUL in text).
 func ssoDisplayName(id ssoIdentity) string {
-	name := strings.TrimSpace(id.Name)
+	name := strings.TrimSpace(strings.Map(dropControl, id.Name))
 	if name == "" {
-		name = strings.TrimSpace(id.Username)
+		name = strings.TrimSpace(strings.Map(dropControl, id.Username))
 	}
 	if name == "" || !utf8.ValidString(name) {
 		name = displayNameFrom(id.Email)
@@ -182,4 +184,11 @@ func ssoDisplayName(id ssoIdentity) string {
 		name = string([]rune(name)[:100])
 	}
 	return name
+}
+
+func dropControl(r rune) rune {
+	if unicode.IsControl(r) {
+		return -1
+	}
+	return r
 }

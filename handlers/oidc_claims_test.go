@@ -73,3 +73,14 @@ func TestSingleSignOnRefusesAnIDTokenAuthorizedForAnotherClient(t *testing.T) {
 		azp: e.idp.ClientID, moreAudiences: []string{"another-client"}})
 	e.signedIn(e.browser(), "a@example.com")
 }
+
+// A provider's name with a control character (PostgreSQL refuses a NUL)
+// still makes the account, under the name without it.
+func TestSingleSignOnMakesAnAccountWhoseProviderNameHasControlCharacters(t *testing.T) {
+	t.Parallel()
+	e := startSSO(t, nil)
+	e.idp.QueueUser(&mockoidc.MockUser{Subject: "sub-nul", Email: "nul@example.com", EmailVerified: true, PreferredUsername: "nul\x00l"})
+	if u := e.signedIn(e.browser(), "nul@example.com"); u.DisplayName != "null" {
+		t.Errorf("display name %q", u.DisplayName)
+	}
+}

@@ -45,6 +45,8 @@ func TestSingleSignOnNamesDomainsAndOrigins(t *testing.T) {
 		{ssoIdentity{Name: " Ada Lovelace ", Username: "ada", Email: "ada@example.com"}, "Ada Lovelace"},
 		{ssoIdentity{Username: "ada", Email: "ada@example.com"}, "ada"},
 		{ssoIdentity{Email: "ada@example.com"}, "ada"},
+		{ssoIdentity{Name: "Ada\x00 Love\nlace\u0085", Email: "ada@example.com"}, "Ada Lovelace"},
+		{ssoIdentity{Name: "\x00\t", Username: "ada\x00", Email: "x@example.com"}, "ada"},
 	} {
 		if got := ssoDisplayName(c.id); got != c.want {
 			t.Errorf("ssoDisplayName(%+v) = %q, want %q", c.id, got, c.want)
