@@ -116,6 +116,20 @@ func (rt *Runtime) DeleteThread(ctx context.Context, user, thread int64) ([]stri
 	return released, nil
 }
 
+// StopUserRuns stops every run of an account as Stop does, on every
+// instance (an administrator disabled or is deleting it): queued runs are
+// cancelled, running and waiting ones are cancelled here at once and on the
+// instance running them when it hears the stop note (or at its next
+// flush); a pending approval or question settles as cancelled with its run.
+func (rt *Runtime) StopUserRuns(ctx context.Context, user int64) error {
+	active, err := rt.store.CancelUserRuns(ctx, user)
+	if err != nil {
+		return fmt.Errorf("stop the account's runs: %w", err)
+	}
+	rt.stopLive(active)
+	return nil
+}
+
 // stopLive stops the runs of ids that execute on this instance.
 func (rt *Runtime) stopLive(ids []int64) {
 	rt.mu.Lock()

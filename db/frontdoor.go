@@ -138,10 +138,13 @@ func consumeSetupToken(ctx context.Context, tx pgx.Tx, token string) error {
 }
 
 // LiveSessions returns which of the given session tokens still name an
-// unexpired session (scs's table): streams of the others are ended, which
-// carries a logout on one instance to the streams open on another.
+// unexpired session (scs's table) that is still its account's
+// (user_sessions): streams of the others are ended, which carries a logout,
+// or an account's sessions ended, on one instance to the streams open on
+// another.
 func (d *DB) LiveSessions(ctx context.Context, tokens []string) ([]string, error) {
-	rows, err := d.q().Query(ctx, "SELECT token FROM sessions WHERE token = ANY($1) AND expiry > now()", tokens)
+	rows, err := d.q().Query(ctx, `SELECT s.token FROM sessions s JOIN user_sessions us ON us.token = s.token
+		WHERE s.token = ANY($1) AND s.expiry > now()`, tokens)
 	if err != nil {
 		return nil, err
 	}

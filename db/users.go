@@ -27,6 +27,7 @@ const userCols = "id, email, display_name, password_hash, role, disabled, create
 // Signup modes stored under the signup_mode setting.
 const (
 	SignupOpen   = "open"
+	SignupInvite = "invite" // only with an invite link an administrator made
 	SignupClosed = "closed"
 )
 
@@ -48,6 +49,23 @@ func (d *DB) CreateUser(ctx context.Context, email, displayName, passwordHash st
 // listens beyond loopback) the first account is made only with one of them
 // (ErrSetupToken otherwise), and consumes them all.
 func (d *DB) CreateUserWithToken(ctx context.Context, email, displayName, passwordHash, setupToken string) (User, Workspace, error) {
+	return d.CreateAccount(ctx, NewAccount{Email: email, DisplayName: displayName, PasswordHash: passwordHash, SetupToken: setupToken})
+}
+
+// NewAccount is what a sign-up gives: the account, and the first
+// administrator's setup token or an invite token when it has one.
+type NewAccount struct {
+	Email, DisplayName, PasswordHash string
+	SetupToken                       string
+	Invite                           string // an invite link's token (invite-only sign-up)
+}
+
+// CreateAccount creates an account and its default workspace in one
+// transaction, deciding under a lock of the users table: the first account
+// (with the setup token when one was issued) becomes the admin; later ones
+// are members, while sign-up is open, or invite-only with a usable invite
+// (checkInvite's errors), which this transaction uses up.
+func (d *DB) CreateAccount(ctx context.Context, a NewAccount) (User, Workspace, error) {
 	var u User
 	var ws Workspace
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -59,9 +77,10 @@ func (d *DB) CreateUserWithToken(ctx context.Context, email, displayName, passwo
 			return err
 		}
 		role := "member"
+		var invite int64
 		if n == 0 {
 			role = "admin"
-			if err := consumeSetupToken(ctx, tx, setupToken); err != nil {
+			if err := consumeSetupToken(ctx, tx, a.SetupToken); err != nil {
 				return err
 			}
 		} else {
@@ -69,17 +88,22 @@ func (d *DB) CreateUserWithToken(ctx context.Context, email, displayName, passwo
 			if err != nil {
 				return err
 			}
-			if mode != SignupOpen {
-				return ErrSignupClosed
+			if invite, err = signupAllowed(ctx, tx, mode, a.Invite, a.Email); err != nil {
+				return err
 			}
 		}
 		rows, err := tx.Query(ctx, `INSERT INTO users (email, display_name, password_hash, role)
-			VALUES ($1, $2, $3, $4) RETURNING `+userCols, email, displayName, passwordHash, role)
+			VALUES ($1, $2, $3, $4) RETURNING `+userCols, a.Email, a.DisplayName, a.PasswordHash, role)
 		if err != nil {
 			return err
 		}
 		if u, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User]); err != nil {
 			return mapErr(err)
+		}
+		if invite != 0 {
+			if _, err := tx.Exec(ctx, "UPDATE invites SET used_at = now(), used_by = $2 WHERE id = $1", invite, u.ID); err != nil {
+				return err
+			}
 		}
 		ws, err = insertWorkspace(ctx, tx, u.ID, "Personal", true)
 		return err

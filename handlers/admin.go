@@ -79,8 +79,8 @@ func (h *admin) setSignup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mode := r.PostForm.Get("mode")
-	if mode != db.SignupOpen && mode != db.SignupClosed {
-		badRequest(w, r, "Sign-up is either open or closed.")
+	if mode != db.SignupOpen && mode != db.SignupInvite && mode != db.SignupClosed {
+		badRequest(w, r, "Sign-up is open, invite-only or closed.")
 		return
 	}
 	if err := h.store.SetSetting(r.Context(), "signup_mode", mode); err != nil {

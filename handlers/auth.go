@@ -36,6 +36,12 @@ type authStore interface {
 	UserByEmail(ctx context.Context, email string) (db.User, error)
 	UserByID(ctx context.Context, id int64) (db.User, error)
 	CreateUserWithToken(ctx context.Context, email, displayName, passwordHash, setupToken string) (db.User, db.Workspace, error)
+	CreateAccount(ctx context.Context, a db.NewAccount) (db.User, db.Workspace, error)
+	CheckInvite(ctx context.Context, token, email string) (db.Invite, error)
+	RecordSession(ctx context.Context, token, previous string, user int64, userAgent string) error
+	TouchSession(ctx context.Context, token string, user int64) error
+	SessionUser(ctx context.Context, user int64, token string) (db.User, bool, error)
+	ForgetSession(ctx context.Context, token string) error
 	CountUsers(ctx context.Context) (int, error)
 	Setting(ctx context.Context, key, def string) (string, error)
 	SetupToken(ctx context.Context, token string) (needed, valid bool, err error)
@@ -53,6 +59,7 @@ type auth struct {
 	signupLimit int // sign-ups per client address per hour; 0 = no limit
 	hashes      *hashPool
 	streams     *streamRegistry // ended at logout
+	seen        *seenSessions   // when each session last wrote its last-seen time
 }
 
 const (
@@ -61,6 +68,7 @@ const (
 	msgSignupLimited = "Too many accounts were created from your address. Try again in an hour."
 	msgSignupClosed  = "Sign-up is closed on this server."
 	msgSetupToken    = "Enter the setup token printed in the server's log at start-up."
+	msgInviteOnly    = "Sign-up on this server is by invitation only. Ask its administrator for an invite link."
 	minPassword      = 8
 	maxPassword      = 1024
 )
@@ -70,10 +78,10 @@ func (a *auth) showRegister(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	a.renderRegister(w, r, http.StatusOK, "", "")
+	a.renderRegister(w, r, http.StatusOK, "", "", "")
 }
 
-func (a *auth) renderRegister(w http.ResponseWriter, r *http.Request, status int, email, msg string) {
+func (a *auth) renderRegister(w http.ResponseWriter, r *http.Request, status int, email, invite, msg string) {
 	n, err := a.store.CountUsers(r.Context())
 	if err != nil {
 		serverError(w, r, err)
@@ -90,7 +98,8 @@ func (a *auth) renderRegister(w http.ResponseWriter, r *http.Request, status int
 		return
 	}
 	f := views.AuthForm{Register: true, Email: email, Error: msg, FirstAccount: n == 0,
-		SignupClosed: n > 0 && mode != db.SignupOpen, NeedsSetupToken: needsToken}
+		SignupClosed: n > 0 && mode == db.SignupClosed, NeedsSetupToken: needsToken,
+		InviteOnly: n > 0 && mode == db.SignupInvite, Invite: invite}
 	render(w, r, status, views.Page("Create account", views.AuthPage(f)))
 }
 
@@ -105,15 +114,16 @@ func (a *auth) register(w http.ResponseWriter, r *http.Request) {
 	email := strings.TrimSpace(r.PostForm.Get("email"))
 	pw := r.PostForm.Get("password")
 	token := strings.TrimSpace(r.PostForm.Get("setup_token"))
+	invite := strings.TrimSpace(r.PostForm.Get("invite"))
 	if msg := validateCredentials(email, pw); msg != "" {
-		a.renderRegister(w, r, http.StatusUnprocessableEntity, email, msg)
+		a.renderRegister(w, r, http.StatusUnprocessableEntity, email, invite, msg)
 		return
 	}
-	if status, msg, err := a.mayRegister(r, token); err != nil {
+	if status, msg, err := a.mayRegister(r, token, invite, email); err != nil {
 		serverError(w, r, err)
 		return
 	} else if msg != "" {
-		a.renderRegister(w, r, status, email, msg)
+		a.renderRegister(w, r, status, email, invite, msg)
 		return
 	}
 	hash, err := a.hashes.hash(r.Context(), pw)
@@ -121,16 +131,20 @@ func (a *auth) register(w http.ResponseWriter, r *http.Request) {
 		hashError(w, r, err)
 		return
 	}
-	u, ws, err := a.store.CreateUserWithToken(r.Context(), email, displayNameFrom(email), hash, token)
+	u, ws, err := a.store.CreateAccount(r.Context(), db.NewAccount{Email: email, DisplayName: displayNameFrom(email),
+		PasswordHash: hash, SetupToken: token, Invite: invite})
 	switch {
 	case errors.Is(err, db.ErrConflict):
-		a.renderRegister(w, r, http.StatusConflict, email, "An account with this email already exists. Sign in instead.")
+		a.renderRegister(w, r, http.StatusConflict, email, invite, "An account with this email already exists. Sign in instead.")
 		return
 	case errors.Is(err, db.ErrSignupClosed):
-		a.renderRegister(w, r, http.StatusForbidden, email, msgSignupClosed)
+		a.renderRegister(w, r, http.StatusForbidden, email, invite, msgSignupClosed)
 		return
 	case errors.Is(err, db.ErrSetupToken):
-		a.renderRegister(w, r, http.StatusForbidden, email, msgSetupToken)
+		a.renderRegister(w, r, http.StatusForbidden, email, invite, msgSetupToken)
+		return
+	case inviteMessage(err) != "":
+		a.renderRegister(w, r, inviteStatus(err), email, invite, inviteMessage(err))
 		return
 	case err != nil:
 		serverError(w, r, err)
@@ -147,7 +161,7 @@ func (a *auth) register(w http.ResponseWriter, r *http.Request) {
 // mayRegister applies the checks that come before hashing; a non-empty
 // message refuses with that status. CreateUserWithToken decides again under
 // its lock; these checks only keep refused sign-ups cheap.
-func (a *auth) mayRegister(r *http.Request, token string) (int, string, error) {
+func (a *auth) mayRegister(r *http.Request, token, invite, email string) (int, string, error) {
 	ctx := r.Context()
 	n, err := a.store.CountUsers(ctx)
 	if err != nil {
@@ -158,7 +172,18 @@ func (a *auth) mayRegister(r *http.Request, token string) (int, string, error) {
 		if err != nil {
 			return 0, "", err
 		}
-		if mode != db.SignupOpen {
+		switch mode {
+		case db.SignupOpen:
+		case db.SignupInvite:
+			if invite == "" {
+				return http.StatusForbidden, msgInviteOnly, nil
+			}
+			if _, err := a.store.CheckInvite(ctx, invite, email); inviteMessage(err) != "" {
+				return inviteStatus(err), inviteMessage(err), nil
+			} else if err != nil {
+				return 0, "", err
+			}
+		default:
 			return http.StatusForbidden, msgSignupClosed, nil
 		}
 	} else if needed, valid, err := a.store.SetupToken(ctx, token); err != nil {
@@ -193,7 +218,11 @@ func (a *auth) showLogin(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	render(w, r, http.StatusOK, views.Page("Sign in", views.AuthPage(views.AuthForm{})))
+	f := views.AuthForm{}
+	if r.URL.Query().Has("reset") {
+		f.Notice = "Your password was changed and every session of your account was signed out. Sign in with the new password."
+	}
+	render(w, r, http.StatusOK, views.Page("Sign in", views.AuthPage(f)))
 }
 
 // login checks a password. The attempt is counted as a failure before the
@@ -259,9 +288,12 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 }
 
 // startSession renews the session token (no fixation across sign-in) and
-// records who signed in. A single sign-on started before ends: it must not
-// switch the signed-in browser to another account later.
+// records who signed in, also in user_sessions, so that the account's
+// sessions can be listed and ended (db.EndUserSessions). A single sign-on
+// started before ends: it must not switch the signed-in browser to another
+// account later.
 func (a *auth) startSession(ctx context.Context, user, workspace int64) error {
+	previous := a.sessions.Token(ctx)
 	if err := a.sessions.RenewToken(ctx); err != nil {
 		return err
 	}
@@ -270,13 +302,24 @@ func (a *auth) startSession(ctx context.Context, user, workspace int64) error {
 	if workspace != 0 {
 		a.sessions.Put(ctx, sessionWorkspaceID, workspace)
 	}
+	token := a.sessions.Token(ctx)
+	if err := a.store.RecordSession(ctx, token, previous, user, userAgent(ctx)); err != nil {
+		return err
+	}
+	a.seen.mark(token)
 	return nil
 }
 
 func (a *auth) logout(w http.ResponseWriter, r *http.Request) {
 	// The session's event streams end with it (on this instance now, on
 	// others at their next session sweep).
-	a.streams.endSession(a.sessions.Token(r.Context()))
+	token := a.sessions.Token(r.Context())
+	a.streams.endSession(token)
+	if err := a.store.ForgetSession(r.Context(), token); err != nil {
+		// Bookkeeping only: the session itself is destroyed below, and a
+		// mapping without its session is ignored and pruned.
+		slog.WarnContext(r.Context(), "forget a session's mapping", "err", err)
+	}
 	if err := a.sessions.Destroy(r.Context()); err != nil {
 		serverError(w, r, err)
 		return
@@ -288,6 +331,11 @@ func validateCredentials(email, pw string) string {
 	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email || len(email) > 254 {
 		return "Enter a valid email address."
 	}
+	return validatePassword(pw)
+}
+
+// validatePassword is the rule every new password follows.
+func validatePassword(pw string) string {
 	if n := utf8.RuneCountInString(pw); n < minPassword {
 		return "Choose a password of at least 8 characters."
 	} else if len(pw) > maxPassword {

@@ -201,6 +201,76 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	BS := fmt.Sprint(newSummary().ID)
 	freshSummary := func() string { return fmt.Sprintf("/branch-summaries/%d/delete", newSummary().ID) }
 
+	// Accounts, sessions and invites (issue 18): throwaway accounts for
+	// the administrator's destructive actions, so later rows keep theirs.
+	userN := 0
+	throwaway := func() db.User {
+		userN++
+		tu, _, err := store.CreateUser(ctx, fmt.Sprintf("throwaway%d@example.com", userN), "t", "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tu
+	}
+	freshUser := func(action string) func() string {
+		return func() string { return fmt.Sprintf("/admin/users/%d/%s", throwaway().ID, action) }
+	}
+	deleteForm := url.Values{}
+	freshDelete := func() string {
+		tu := throwaway()
+		deleteForm.Set("confirm", tu.Email) // the form is read after fresh runs
+		return fmt.Sprintf("/admin/users/%d/delete", tu.ID)
+	}
+	otherUser, err := store.UserByEmail(ctx, "other@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	OU := fmt.Sprint(otherUser.ID)
+	if _, err := store.CreateInvite(ctx, u.ID, "authzinvite", "", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	inviteN := 0
+	freshInvite := func() string {
+		inviteN++
+		inv, err := store.CreateInvite(ctx, u.ID, fmt.Sprint("revoked", inviteN), "", time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("/admin/invites/%d/revoke", inv.ID)
+	}
+	resetFor := throwaway()
+	if err := store.CreatePasswordReset(ctx, u.ID, resetFor.ID, "authzreset", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	resetN := 0
+	freshReset := func() string {
+		resetN++
+		tok := fmt.Sprint("usedreset", resetN)
+		if err := store.CreatePasswordReset(ctx, u.ID, throwaway().ID, tok, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		return "/reset/" + tok
+	}
+	freshSession := func() string { // another session of the owner
+		phone := testenv.NewClient(t, ts.URL)
+		phone.Login("owner@example.com", password)
+		var id int64
+		if err := store.Pool.QueryRow(ctx, "SELECT id FROM user_sessions WHERE token = $1", phone.SessionCookie()).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("/settings/sessions/%d/delete", id)
+	}
+
+	// A finished model pull (issue 18): its stream ends at once.
+	pull, err := store.StartModelPull(ctx, u.ID, "llama3.2", "", "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.FinishModelPull(ctx, pull.ID, db.PullFailed, db.PullProgress{}, "it failed"); err != nil {
+		t.Fatal(err)
+	}
+	PL := fmt.Sprint(pull.ID)
+
 	// Share links (issue 18): one of the first thread (its answer has the
 	// media), one of the thread with the attachment, both with files.
 	newShare := func(thread int64) (db.Share, string) {
@@ -333,7 +403,31 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"GET", "/media/{id}/card", "/media/" + MD + "/card", nil, nil, want{200, 404, login}},
 		{"POST", "/m/{id}/speak", "/m/" + M + "/speak", nil, nil, want{303, 404, login}},
 		{"POST", "/t/{id}/media", "/t/" + T + "/media", url.Values{"tts": {"on"}}, nil, want{303, 404, login}},
+		{"GET", "/models", "/models", nil, nil, want{200, 200, login}},
+		{"GET", "/admin/models", "/admin/models", nil, nil, want{200, 403, login}},
+		{"POST", "/admin/models/pull", "/admin/models/pull", url.Values{"name": {"tiny"}}, nil, want{303, 403, login}},
+		{"POST", "/admin/models/pulls/{id}/cancel", "/admin/models/pulls/" + PL + "/cancel", nil, nil, want{303, 403, login}},
+		{"GET", "/admin/models/pulls/{id}/events", "/admin/models/pulls/" + PL + "/events", nil, nil, want{200, 403, login}},
+		{"GET", "/admin/models/delete", "/admin/models/delete?name=vision", nil, nil, want{200, 403, login}},
+		{"POST", "/admin/models/delete", "/admin/models/delete", url.Values{"name": {"vision:latest"}, "confirm": {"yes"}}, nil, want{303, 403, login}},
+		{"POST", "/admin/models/unload", "/admin/models/unload", url.Values{"name": {"tiny:latest"}}, nil, want{303, 403, login}},
+		{"POST", "/workspaces/{id}/model", "/workspaces/" + W + "/model", url.Values{"model": {"tiny:latest"}}, nil, want{303, 404, login}},
 		{"POST", "/admin/media", "/admin/media", url.Values{"tts_engine": {"espeak"}}, nil, want{303, 403, login}},
+		{"GET", "/admin/users", "/admin/users?q=example&role=member&state=active", nil, nil, want{200, 403, login}},
+		{"GET", "/admin/users/{id}", "/admin/users/" + OU, nil, nil, want{200, 403, login}},
+		{"POST", "/admin/users/{id}/disable", "", nil, freshUser("disable"), want{303, 403, login}},
+		{"POST", "/admin/users/{id}/enable", "", nil, freshUser("enable"), want{303, 403, login}},
+		{"POST", "/admin/users/{id}/role", "", url.Values{"role": {"admin"}}, freshUser("role"), want{303, 403, login}},
+		{"POST", "/admin/users/{id}/reset-link", "/admin/users/" + OU + "/reset-link", nil, nil, want{200, 403, login}},
+		{"POST", "/admin/users/{id}/delete", "", deleteForm, freshDelete, want{303, 403, login}},
+		{"POST", "/admin/invites", "/admin/invites", url.Values{"days": {"1"}}, nil, want{200, 403, login}},
+		{"POST", "/admin/invites/{id}/revoke", "", nil, freshInvite, want{303, 403, login}},
+		{"GET", "/invite/{token}", "/invite/authzinvite", nil, nil, want{303, 303, 200}},
+		{"GET", "/reset/{token}", "/reset/authzreset", nil, nil, want{200, 200, 200}},
+		{"POST", "/reset/{token}", "", url.Values{"password": {"a new long password"}}, freshReset, want{"→/login?reset", "→/login?reset", "→/login?reset"}},
+		{"POST", "/settings/password", "/settings/password", url.Values{"current_password": {"wrong"}, "new_password": {"a new long password"}}, nil, want{422, 422, login}},
+		{"POST", "/settings/sessions/others", "/settings/sessions/others", nil, nil, want{303, 303, login}},
+		{"POST", "/settings/sessions/{id}/delete", "", nil, freshSession, want{303, 404, login}},
 		{"POST", "/t/{id}/shares", "/t/" + T + "/shares", url.Values{"expires": {"7d"}}, nil, want{200, 404, login}},
 		{"POST", "/shares/{id}/revoke", "", nil, freshShare, want{303, 404, login}},
 		{"GET", "/shares", "/shares", nil, nil, want{200, 200, login}},

@@ -165,18 +165,21 @@ type logUserKey struct{}
 type userKey struct{}
 
 // withUser loads the signed-in user, if any, into the request context. A
-// session pointing at a deleted or disabled account is destroyed.
+// session pointing at a deleted or disabled account, or no longer the
+// account's (ended: user_sessions), is destroyed.
 func (a *auth) withUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(context.WithValue(r.Context(), userAgentKey{}, r.UserAgent()))
 		id := a.sessions.GetInt64(r.Context(), sessionUserID)
 		if id != 0 {
-			u, err := a.store.UserByID(r.Context(), id)
+			u, mapped, err := a.store.SessionUser(r.Context(), id, a.sessions.Token(r.Context()))
 			switch {
-			case err == nil && !u.Disabled:
+			case err == nil && !u.Disabled && mapped:
 				if p, ok := r.Context().Value(logUserKey{}).(*int64); ok {
 					*p = u.ID
 				}
 				r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
+				a.touch(r, u.ID)
 			case err == nil || errors.Is(err, db.ErrNotFound):
 				a.streams.endSession(a.sessions.Token(r.Context()))
 				_ = a.sessions.Destroy(r.Context())

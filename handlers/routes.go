@@ -85,6 +85,9 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	sessions := newSessions(cfg, sessionStore)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if pl := rt.Pulls(); pl != nil {
+		registerPullMetrics(reg, pl)
+	}
 	metricsHandler := requireBearer(cfg.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	shared := sharedState{
 		sessions: sessions,
@@ -156,8 +159,11 @@ type endpoints struct {
 	media      *mediaPages
 	admin      *admin
 	goals      *goalPanel
+	users      *adminUsers
+	account    *account
 	shares     *sharePages
 	shareRead  *sharedPages
+	models     *modelPages
 }
 
 // newEndpoints builds every handler once. The shell (the page frame) and
@@ -170,8 +176,9 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 	home := &home{shell: shell, store: store, media: med}
 	kh := &kbs{store: store, rag: kb, models: models, shell: shell, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}
 	au := &auth{store: store, sessions: sh.sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
-		hashes: sh.hashes, streams: sh.streams}
+		hashes: sh.hashes, streams: sh.streams, seen: newSeenSessions()}
 	mp := &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell}
+	acc := &account{store: store, sessions: sh.sessions, hashes: sh.hashes, streams: sh.streams, limit: cfg.LoginLimit}
 	return &endpoints{
 		cfg: cfg, store: store, sessions: sh.sessions, fileLimits: med.Limits(),
 		auth:       au,
@@ -184,7 +191,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		manage:     &manage{store: store, shell: shell},
 		workspaces: &workspaces{store: store, shell: shell, sessions: sh.sessions},
 		roles:      &roles{store: store, shell: shell},
-		settings:   &settings{store: store, shell: shell},
+		settings:   &settings{store: store, shell: shell, account: acc},
 		kbs:        kh,
 		kbWeb:      &kbWeb{kbs: kh, web: kb, store: store},
 		agent:      &agentPages{agentTools: tools, shell: shell, rt: rt},
@@ -194,6 +201,11 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		goals:      &goalPanel{store: store, rt: rt},
 		shares:     &sharePages{store: store, shell: shell, publicURL: cfg.PublicURL, now: cfg.Now},
 		shareRead:  &sharedPages{store: store, files: mp, now: cfg.Now},
+		users: &adminUsers{store: store, runs: rt, blobs: med, streams: sh.streams, shell: shell,
+			workspaceRoot: ag.Root, publicURL: cfg.PublicURL},
+		account: acc,
+		models: &modelPages{store: store, models: models, manager: rt.Pulls(), shell: shell, streams: sh.streams,
+			sessions: sh.sessions, closing: sh.closing},
 	}
 }
 
@@ -236,6 +248,9 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		r.Get("/auth/oidc/login", e.sso.login)
 		r.Post("/auth/oidc/login", e.sso.describe(e.sso.login)) // a refusal redraws the sign-in page
 		r.Get("/auth/oidc/callback", e.sso.callback)
+		r.Get("/invite/{token}", e.auth.showInvite)
+		r.Get("/reset/{token}", e.account.showReset)
+		r.Post("/reset/{token}", e.account.reset)
 		r.Group(func(r chi.Router) {
 			r.Use(requireUser)
 			e.conversationRoutes(r)
@@ -274,6 +289,7 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(capBody(e.cfg.MaxBodyBytes), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
 		r.Get("/runs/{id}/events", e.runs.events)
+		r.With(requireAdmin).Get("/admin/models/pulls/{id}/events", e.models.events)
 	})
 	return r
 }
@@ -321,6 +337,7 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Post("/workspaces/switch", ws.switchTo)
 	r.Post("/workspaces/{id}/rename", ws.rename)
 	r.Post("/workspaces/{id}/archive", ws.archive)
+	r.Post("/workspaces/{id}/model", ws.setModel)
 }
 
 // libraryRoutes are the signed-in pages and actions around conversations:
@@ -367,6 +384,9 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.Post("/tools/hooks/{id}/delete", e.hooks.delete)
 	r.Get("/settings", e.settings.show)
 	r.Post("/settings/instructions", e.settings.setInstructions)
+	r.Post("/settings/password", e.settings.changePassword)
+	r.Post("/settings/sessions/others", e.account.signOutOthers)
+	r.Post("/settings/sessions/{id}/delete", e.account.signOutOne)
 
 	r.Get("/attachments/{id}", mp.attachment)
 	r.Get("/attachments/{id}/thumb", mp.attachmentThumb)
@@ -381,6 +401,35 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
 	r.With(requireAdmin).Post("/admin/system-prompt", ad.setSystemPrompt)
 	r.With(requireAdmin).Post("/reload-mcp", ad.reloadMCP)
+	e.userAdminRoutes(r)
+
+	// Models (issue 18): everyone sees the list; administrators manage.
+	md := e.models
+	r.Get("/models", md.list)
+	r.With(requireAdmin).Get("/admin/models", md.admin)
+	r.With(requireAdmin).Post("/admin/models/pull", md.pull)
+	r.With(requireAdmin).Post("/admin/models/pulls/{id}/cancel", md.cancel)
+	r.With(requireAdmin).Get("/admin/models/delete", md.confirmDelete)
+	r.With(requireAdmin).Post("/admin/models/delete", md.delete)
+	r.With(requireAdmin).Post("/admin/models/unload", md.unload)
+}
+
+// userAdminRoutes are the administrator's pages and actions on accounts
+// and invites (issue 18).
+func (e *endpoints) userAdminRoutes(r chi.Router) {
+	us := e.users
+	r.Group(func(r chi.Router) {
+		r.Use(requireAdmin)
+		r.Get("/admin/users", us.list)
+		r.Get("/admin/users/{id}", us.show)
+		r.Post("/admin/users/{id}/disable", us.setDisabled(true))
+		r.Post("/admin/users/{id}/enable", us.setDisabled(false))
+		r.Post("/admin/users/{id}/role", us.setRole)
+		r.Post("/admin/users/{id}/reset-link", us.resetLink)
+		r.Post("/admin/users/{id}/delete", us.delete)
+		r.Post("/admin/invites", us.createInvite)
+		r.Post("/admin/invites/{id}/revoke", us.revokeInvite)
+	})
 }
 
 // staticFiles serves the embedded files. They are small and change with the

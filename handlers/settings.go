@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/a-h/templ"
+
 	"weft/views"
 )
 
@@ -12,20 +14,32 @@ type instructionsStore interface {
 	SetInstructions(ctx context.Context, user int64, s string) error
 }
 
-// settings serves /settings: the user's own settings.
+// settings serves /settings: the user's own settings, and their account
+// (password, sessions).
 type settings struct {
-	store instructionsStore
-	shell *shell
+	store   instructionsStore
+	shell   *shell
+	account *account
 }
 
 func (h *settings) show(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusOK, "")
+}
+
+// render draws /settings, with an error of the account part.
+func (h *settings) render(w http.ResponseWriter, r *http.Request, status int, accountErr string) {
 	u, _ := currentUser(r)
 	text, err := h.store.Instructions(r.Context(), u.ID)
 	if err != nil {
 		serverError(w, r, err)
 		return
 	}
-	h.shell.page(w, r, http.StatusOK, "Settings", views.SettingsPage(text, r.URL.Query().Has("saved")))
+	acc, err := h.account.section(r, accountErr)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	h.shell.page(w, r, status, "Settings", templ.Join(views.SettingsPage(text, r.URL.Query().Has("saved")), views.AccountPart(acc)))
 }
 
 func (h *settings) setInstructions(w http.ResponseWriter, r *http.Request) {
@@ -42,4 +56,9 @@ func (h *settings) setInstructions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, "/settings?saved")
+}
+
+// changePassword is the account part's password form.
+func (h *settings) changePassword(w http.ResponseWriter, r *http.Request) {
+	h.account.changePassword(w, r, func(status int, msg string) { h.render(w, r, status, msg) })
 }
