@@ -44,6 +44,7 @@ type ssoPages struct {
 const (
 	sessionSSOFlow = "oidc_flow"
 	ssoFlowTTL     = 10 * time.Minute
+	maxInviteToken = 100 // longer is no invite of ours, and not kept in the session
 
 	msgSSONotConfigured = "Single sign-on is not configured on this server."
 	msgSSOExpired       = "This sign-in expired or was started in another browser. Start again from the sign-in page."
@@ -64,6 +65,7 @@ func newSSOPages(cfg Config, store ssoStore, a *auth) *ssoPages {
 type ssoFlow struct {
 	State, Nonce, Verifier string
 	SetupToken             string // the first administrator's, typed on the sign-in page
+	Invite                 string // the invite link's token, when the sign-in started from one
 	Started                time.Time
 }
 
@@ -100,7 +102,13 @@ func (s *ssoPages) login(w http.ResponseWriter, r *http.Request) {
 		s.unreachable(w, r, err)
 		return
 	}
-	f := ssoFlow{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), SetupToken: token, Started: time.Now()}
+	// From an invite link's page, the button carries its invite.
+	invite := r.URL.Query().Get("invite")
+	if len(invite) > maxInviteToken {
+		invite = ""
+	}
+	f := ssoFlow{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), SetupToken: token,
+		Invite: invite, Started: time.Now()}
 	b, err := json.Marshal(f)
 	if err != nil {
 		serverError(w, r, err)
@@ -186,7 +194,7 @@ func (s *ssoPages) callback(w http.ResponseWriter, r *http.Request) {
 		errorPage(w, r, status, msg)
 		return
 	}
-	u, ws, status, msg, err := s.account(r, claims, f.SetupToken)
+	u, ws, status, msg, err := s.account(r, claims, f)
 	if err != nil {
 		hashError(w, r, err)
 		return

@@ -27,12 +27,14 @@ import (
 //     may not own it);
 //  4. otherwise a new account is made, under the sign-up rules: the first
 //     account is the admin (with the setup token when one was printed),
-//     later ones join while sign-up is open, or at any time when their
-//     domain is listed in WEFT_OIDC_ALLOWED_DOMAINS.
+//     later ones join while sign-up is open, with a usable invite while it
+//     is invite-only (the invite link's page starts the sign-in with it),
+//     or at any time when their domain is listed in
+//     WEFT_OIDC_ALLOWED_DOMAINS.
 //
 // A disabled account is refused. A non-empty message refuses with status;
 // the workspace is the new account's (0 otherwise).
-func (s *ssoPages) account(r *http.Request, id ssoIdentity, setupToken string) (db.User, int64, int, string, error) {
+func (s *ssoPages) account(r *http.Request, id ssoIdentity, f ssoFlow) (db.User, int64, int, string, error) {
 	ctx := r.Context()
 	refuse := func(status int, msg string) (db.User, int64, int, string, error) {
 		return db.User{}, 0, status, msg, nil
@@ -81,13 +83,13 @@ func (s *ssoPages) account(r *http.Request, id ssoIdentity, setupToken string) (
 	case !errors.Is(err, db.ErrNotFound):
 		return db.User{}, 0, 0, "", err
 	}
-	return s.create(r, id, link, setupToken)
+	return s.create(r, id, link, f)
 }
 
 // create makes the account of a new identity. The cheap refusals come
 // before the sign-up limit is counted and a password hash is made;
 // CreateUserWithIdentity decides again under its lock.
-func (s *ssoPages) create(r *http.Request, id ssoIdentity, link db.Identity, setupToken string) (db.User, int64, int, string, error) {
+func (s *ssoPages) create(r *http.Request, id ssoIdentity, link db.Identity, f ssoFlow) (db.User, int64, int, string, error) {
 	ctx := r.Context()
 	byDomain := len(s.cfg.AllowedDomains) > 0 // rule 1 let only listed domains through
 	n, err := s.auth.store.CountUsers(ctx)
@@ -99,7 +101,16 @@ func (s *ssoPages) create(r *http.Request, id ssoIdentity, link db.Identity, set
 		if err != nil {
 			return db.User{}, 0, 0, "", err
 		}
-		if mode != db.SignupOpen {
+		switch {
+		case mode == db.SignupInvite && f.Invite == "":
+			return db.User{}, 0, http.StatusForbidden, msgInviteOnly, nil
+		case mode == db.SignupInvite:
+			if _, err := s.auth.store.CheckInvite(ctx, f.Invite, id.Email); inviteMessage(err) != "" {
+				return db.User{}, 0, inviteStatus(err), inviteMessage(err), nil
+			} else if err != nil {
+				return db.User{}, 0, 0, "", err
+			}
+		case mode != db.SignupOpen:
 			return db.User{}, 0, http.StatusForbidden, msgSignupClosed, nil
 		}
 	}
@@ -118,10 +129,12 @@ func (s *ssoPages) create(r *http.Request, id ssoIdentity, link db.Identity, set
 		return db.User{}, 0, 0, "", err
 	}
 	u, ws, err := s.store.CreateUserWithIdentity(ctx, db.NewIdentityUser{Identity: link, DisplayName: ssoDisplayName(id),
-		PasswordHash: hash, SetupToken: setupToken, IgnoreSignupMode: byDomain})
+		PasswordHash: hash, SetupToken: f.SetupToken, Invite: f.Invite, IgnoreSignupMode: byDomain})
 	switch {
 	case errors.Is(err, db.ErrSignupClosed):
 		return db.User{}, 0, http.StatusForbidden, msgSignupClosed, nil
+	case inviteMessage(err) != "":
+		return db.User{}, 0, inviteStatus(err), inviteMessage(err), nil
 	case errors.Is(err, db.ErrSetupToken):
 		return db.User{}, 0, http.StatusForbidden,
 			"The first account needs the setup token printed in the server's log at start-up: enter it on the sign-in page, then sign in again.", nil
