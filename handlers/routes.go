@@ -248,7 +248,7 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		r.Get("/auth/oidc/login", e.sso.login)
 		r.Post("/auth/oidc/login", e.sso.describe(e.sso.login)) // a refusal redraws the sign-in page
 		r.Get("/auth/oidc/callback", e.sso.callback)
-		r.Get("/invite/{token}", e.auth.showInvite)
+		r.Get("/invite/{token}", e.sso.describe(e.auth.showInvite))
 		r.Get("/reset/{token}", e.account.showReset)
 		r.Post("/reset/{token}", e.account.reset)
 		r.Group(func(r chi.Router) {
