@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -22,6 +23,14 @@ type Model struct {
 	Name          string
 	Capabilities  []string
 	ContextLength int // from /api/show, 0 when unknown
+	// From /api/tags: the size on disk, its digest, when it changed, and
+	// its details.
+	Size          int64
+	Digest        string
+	ModifiedAt    time.Time
+	Family        string
+	ParameterSize string // "8.0B"
+	Quantization  string // "Q4_K_M"
 }
 
 // Has reports whether the model has a capability ("completion", "tools",
@@ -37,10 +46,22 @@ type Models struct {
 	maxCtx       int
 	ttl, errTTL  time.Duration
 
+	stale atomic.Bool // Invalidate was called: the next List reads again
+
 	mu     sync.Mutex
 	models []Model
 	err    error
 	at     time.Time
+	// shows caches /api/show by model and digest: a model is shown again
+	// only when it changed (a new pull), not on every reading of the list.
+	shows map[string]shown
+}
+
+// shown is what /api/show said of a model at a digest.
+type shown struct {
+	digest       string
+	capabilities []string
+	ctxLen       int
 }
 
 // NewModels returns a catalogue over client. defaultModel is
@@ -51,8 +72,13 @@ func NewModels(client Catalog, host, defaultModel string, maxCtx int) *Models {
 		maxCtx = 8192
 	}
 	return &Models{client: client, host: host, defaultModel: defaultModel, maxCtx: maxCtx,
-		ttl: 30 * time.Second, errTTL: 5 * time.Second}
+		ttl: 30 * time.Second, errTTL: 5 * time.Second, shows: map[string]shown{}}
 }
+
+// Invalidate makes the next List read the server(s) again: a model was
+// pulled or deleted. It never waits (the notes' listener calls it while a
+// List may be reading the servers).
+func (m *Models) Invalidate() { m.stale.Store(true) }
 
 // List returns every model with its capabilities.
 func (m *Models) List(ctx context.Context) ([]Model, error) {
@@ -62,7 +88,7 @@ func (m *Models) List(ctx context.Context) ([]Model, error) {
 	if m.err != nil {
 		ttl = m.errTTL
 	}
-	if !m.at.IsZero() && time.Since(m.at) < ttl {
+	if !m.stale.Swap(false) && !m.at.IsZero() && time.Since(m.at) < ttl {
 		return m.models, m.err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -79,13 +105,17 @@ func (m *Models) fetch(ctx context.Context) ([]Model, error) {
 	}
 	out := make([]Model, 0, len(list.Models))
 	for _, lm := range list.Models {
-		md := Model{Name: lm.Name}
-		show, err := m.client.Show(ctx, &api.ShowRequest{Model: lm.Name})
-		if err == nil {
+		md := Model{Name: lm.Name, Size: lm.Size, Digest: lm.Digest, ModifiedAt: lm.ModifiedAt,
+			Family: lm.Details.Family, ParameterSize: lm.Details.ParameterSize, Quantization: lm.Details.QuantizationLevel}
+		key := canonicalModel(lm.Name)
+		if sh, ok := m.shows[key]; ok && sh.digest == lm.Digest && lm.Digest != "" {
+			md.Capabilities, md.ContextLength = sh.capabilities, sh.ctxLen
+		} else if show, err := m.client.Show(ctx, &api.ShowRequest{Model: lm.Name}); err == nil {
 			for _, c := range show.Capabilities {
 				md.Capabilities = append(md.Capabilities, string(c))
 			}
 			md.ContextLength = contextLength(show.ModelInfo)
+			m.shows[key] = shown{digest: lm.Digest, capabilities: md.Capabilities, ctxLen: md.ContextLength}
 		}
 		out = append(out, md)
 	}
@@ -199,7 +229,7 @@ func (m *Models) Problem(ctx context.Context) string {
 	case err != nil:
 		return fmt.Sprintf("Ollama is not reachable at %s. Start it with `ollama serve`, or set OLLAMA_HOST to where it runs. Your threads are safe; answers resume once it is back.", m.host)
 	case len(all) == 0:
-		return fmt.Sprintf("The Ollama server at %s has no models yet. Pull one, for example `ollama pull llama3.2`.", m.host)
+		return fmt.Sprintf("The Ollama server at %s has no models yet. An administrator can pull one on the Models page (/admin/models), for example llama3.2.", m.host)
 	}
 	return ""
 }

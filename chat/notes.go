@@ -101,6 +101,9 @@ func (rt *Runtime) connected() {
 	rt.notes.wake(0, true)
 	rt.progress.wake()
 	rt.noteQueued(0)
+	if rt.pulls != nil {
+		rt.pulls.connected()
+	}
 }
 
 // note takes one note; it runs on the listener's goroutine and never
@@ -125,6 +128,11 @@ func (rt *Runtime) note(n db.Note) {
 		rt.progress.follow(n.ID, time.Now().Add(followTTL))
 	case db.NoteQueued:
 		rt.noteQueued(n.ID)
+	case db.NotePull, db.NotePullStop:
+		// A model pull changed or was asked to stop (issue 18).
+		if rt.pulls != nil {
+			rt.pulls.note(n)
+		}
 	}
 }
 

@@ -247,3 +247,70 @@ func dropCR(b []byte) []byte {
 	}
 	return b
 }
+
+// Pull posts req to /api/pull and calls fn with every progress line, as
+// api.Client.Pull does (the same request, errors and end of lines as
+// Chat above), through the pooled line buffer instead of the official
+// client's 8 MB one. Like it, Pull returns nil when the stream is cut or
+// ctx cancelled: a pull succeeded only when a "success" line arrived.
+func (c *OllamaClient) Pull(ctx context.Context, req *api.PullRequest, fn api.PullProgressFunc) error {
+	if envconfig.UseAuth() || c.base.Hostname() == "ollama.com" {
+		return c.Client.Pull(ctx, req, fn)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	request, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath("/api/pull").String(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	request.Header.Set("Content-Type", "application/json")
+	request.Header.Set("Accept", "application/x-ndjson")
+	request.Header.Set("User-Agent", userAgent)
+	response, err := c.http.Do(request)
+	if err != nil {
+		return err
+	}
+	defer response.Body.Close()
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(response.Body)
+	defer func() {
+		br.Reset(nil)
+		readers.Put(br)
+	}()
+	lines := lineReader{r: br, max: c.maxLine}
+	for {
+		line, err := lines.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if response.StatusCode >= http.StatusBadRequest {
+			return statusError(response, line)
+		}
+		var e errorProbe
+		if err := json.Unmarshal(line, &e); err != nil {
+			return errors.New(string(line))
+		}
+		if e.Error != "" {
+			return errors.New(e.Error)
+		}
+		var p api.ProgressResponse
+		if err := json.Unmarshal(line, &p); err != nil {
+			return err
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+}
+
+// Unload asks the server to take a model out of memory now (an empty
+// /api/generate with keep_alive 0, as `ollama stop` does).
+func (c *OllamaClient) Unload(ctx context.Context, model string) error {
+	return c.Client.Generate(ctx, &api.GenerateRequest{Model: model, KeepAlive: &api.Duration{}},
+		func(api.GenerateResponse) error { return nil })
+}

@@ -119,6 +119,7 @@ type Runtime struct {
 
 	progress *progressWriter // saves live runs' text, off the token path
 	notes    *notes          // followers waiting for notes of other instances
+	pulls    *Pulls          // model pulls, deletes, unloads (nil: the store keeps no pulls)
 
 	mu      sync.Mutex
 	live    map[int64]*liveRun
@@ -153,10 +154,18 @@ func New(store Store, llm Chatter, models *Models, cfg Config) *Runtime {
 		cfg.MergeWindow = 5 * time.Millisecond
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Runtime{store: store, llm: llm, models: models, cfg: cfg, ctx: ctx, cancel: cancel,
+	rt := &Runtime{store: store, llm: llm, models: models, cfg: cfg, ctx: ctx, cancel: cancel,
 		progress: newProgressWriter(store, cfg.FlushEvery, cfg.FollowedFlushEvery), notes: newNotes(),
 		live: map[int64]*liveRun{}, titles: map[int64]*titleWait{}}
+	if ps, ok := store.(PullStore); ok {
+		rt.pulls = newPulls(ctx, ps, models, cfg.Instance, cfg.FlushEvery)
+	}
+	return rt
 }
+
+// Pulls returns the management of the models (nil when the store keeps
+// no pulls).
+func (rt *Runtime) Pulls() *Pulls { return rt.pulls }
 
 // Models returns the model catalogue.
 func (rt *Runtime) Models() *Models { return rt.models }
@@ -174,6 +183,9 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	}
 	if len(interrupted) > 0 {
 		slog.Info("runs interrupted by a previous stop", "count", len(interrupted))
+	}
+	if rt.pulls != nil {
+		rt.pulls.recover(ctx, rt.cfg.Instance, rt.cfg.StaleAfter)
 	}
 	rt.progress.start()
 	rt.wg.Add(1)
@@ -215,6 +227,9 @@ func (rt *Runtime) housekeeping() {
 			slog.Warn("interrupt orphaned runs", "err", err)
 		} else if len(runs) > 0 {
 			slog.Info("runs of a dead instance interrupted", "count", len(runs))
+		}
+		if rt.pulls != nil {
+			rt.pulls.recover(ctx, "", rt.cfg.StaleAfter)
 		}
 		rt.adoptWaiting(ctx, false)
 		rt.kickQueued(ctx, 0)
@@ -273,6 +288,9 @@ func (rt *Runtime) Shutdown(ctx context.Context) {
 		lr.stop(StopShutdown)
 	}
 	rt.mu.Unlock()
+	if rt.pulls != nil {
+		rt.pulls.shutdown() // interrupted: a pull resumes when pulled again
+	}
 	rt.cancel()
 	rt.wg.Wait()
 	rt.progress.stop()

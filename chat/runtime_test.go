@@ -132,7 +132,7 @@ func TestModelErrorsAreStoredWithTheirPartialTextAndAClearMessage(t *testing.T) 
 		content, wantText, wantErr string
 	}{
 		{"[[error-after:3]][[tokens:10]]", tokens(1, 3), "The model stopped with an error: fake: model crashed"},
-		{"[[error-before:404]]", "", `Model "tiny:latest" is not available on the Ollama server at ` + e.fake.URL + ". Pull it with `ollama pull tiny:latest`"},
+		{"[[error-before:404]]", "", `Model "tiny:latest" is not available on the Ollama server at ` + e.fake.URL + ". An administrator can pull it on the Models page (/admin/models"},
 	} {
 		run, m := e.wait(e.send(0, tc.content))
 		if run.Status != db.RunFailed || m.Status != db.MsgError {

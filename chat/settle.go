@@ -131,7 +131,7 @@ func (rt *Runtime) describe(err error, model string) string {
 	case errors.Is(err, ErrNoModel):
 		return "No model is chosen for this thread. Pick one in the composer and retry."
 	case errors.As(err, &se) && se.StatusCode == 404:
-		return fmt.Sprintf("Model %q is not available on the Ollama server at %s. Pull it with `ollama pull %s` or choose another model.", model, rt.cfg.OllamaHost, model)
+		return fmt.Sprintf("Model %q is not available on the Ollama server at %s. An administrator can pull it on the Models page (/admin/models, or `ollama pull %s` on the server), or choose another model.", model, rt.cfg.OllamaHost, model)
 	case errors.As(err, &se):
 		// Ollama's own words about the model help (a model that cannot
 		// chat, a context too long); they are another server's text, so

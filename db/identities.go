@@ -67,6 +67,9 @@ type NewIdentityUser struct {
 	// SetupToken is the first administrator's setup token, when the first
 	// account is made this way (see consumeSetupToken).
 	SetupToken string
+	// Invite is an invite link's token, which invite-only sign-up needs
+	// (and open sign-up uses up when it is usable), as for CreateAccount.
+	Invite string
 	// IgnoreSignupMode admits the account although sign-up is not open:
 	// the administrator allowed its email domain explicitly.
 	IgnoreSignupMode bool
@@ -74,10 +77,11 @@ type NewIdentityUser struct {
 
 // CreateUserWithIdentity makes an account, its default workspace and its
 // identity in one transaction, under the same rules and lock as
-// CreateUserWithToken: the first account is the admin and needs a setup
-// token when one was issued (ErrSetupToken); later ones are members, and
-// only while sign-up is open (ErrSignupClosed) unless IgnoreSignupMode.
-// ErrConflict when the email or the identity is taken.
+// CreateAccount: the first account is the admin and needs a setup token
+// when one was issued (ErrSetupToken); later ones are members, while
+// sign-up is open, or invite-only with a usable invite (ErrInvite…), which
+// this transaction uses up — unless IgnoreSignupMode (ErrSignupClosed
+// otherwise). ErrConflict when the email or the identity is taken.
 func (d *DB) CreateUserWithIdentity(ctx context.Context, n NewIdentityUser) (User, Workspace, error) {
 	var u User
 	var ws Workspace
@@ -90,6 +94,7 @@ func (d *DB) CreateUserWithIdentity(ctx context.Context, n NewIdentityUser) (Use
 			return err
 		}
 		role := "member"
+		var invite int64
 		if count == 0 {
 			role = "admin"
 			if err := consumeSetupToken(ctx, tx, n.SetupToken); err != nil {
@@ -100,8 +105,8 @@ func (d *DB) CreateUserWithIdentity(ctx context.Context, n NewIdentityUser) (Use
 			if err != nil {
 				return err
 			}
-			if mode != SignupOpen {
-				return ErrSignupClosed
+			if invite, err = signupAllowed(ctx, tx, mode, n.Invite, n.Email); err != nil {
+				return err
 			}
 		}
 		rows, err := tx.Query(ctx, `INSERT INTO users (email, display_name, password_hash, role)
@@ -115,6 +120,11 @@ func (d *DB) CreateUserWithIdentity(ctx context.Context, n NewIdentityUser) (Use
 		if _, err := tx.Exec(ctx, `INSERT INTO user_identities (user_id, issuer, subject, email) VALUES ($1, $2, $3, $4)`,
 			u.ID, n.Issuer, n.Subject, n.Email); err != nil {
 			return identityErr(err)
+		}
+		if invite != 0 {
+			if _, err := tx.Exec(ctx, "UPDATE invites SET used_at = now(), used_by = $2 WHERE id = $1", invite, u.ID); err != nil {
+				return err
+			}
 		}
 		ws, err = insertWorkspace(ctx, tx, u.ID, "Personal", true)
 		return err

@@ -88,6 +88,13 @@ func (d *DB) SetWorkspaceArchived(ctx context.Context, user, id int64, archived 
 		WHERE id = $1 AND owner_id = $2 AND NOT (is_default AND $3 = 'archived')`, id, user, status)
 }
 
+// SetWorkspaceModel sets the model new threads of one of the user's
+// workspaces start with ("" : the instance's default).
+func (d *DB) SetWorkspaceModel(ctx context.Context, user, id int64, model string) error {
+	return execOne(ctx, d.q(), "UPDATE workspaces SET default_model = $3, updated_at = now() WHERE id = $1 AND owner_id = $2",
+		id, user, model)
+}
+
 // execOne runs a statement that must touch exactly one row; zero rows means
 // the object is missing or not the user's (ErrNotFound).
 func execOne(ctx context.Context, q querier, sql string, args ...any) error {

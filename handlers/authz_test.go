@@ -260,6 +260,17 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		}
 		return fmt.Sprintf("/settings/sessions/%d/delete", id)
 	}
+
+	// A finished model pull (issue 18): its stream ends at once.
+	pull, err := store.StartModelPull(ctx, u.ID, "llama3.2", "", "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.FinishModelPull(ctx, pull.ID, db.PullFailed, db.PullProgress{}, "it failed"); err != nil {
+		t.Fatal(err)
+	}
+	PL := fmt.Sprint(pull.ID)
+
 	// Share links (issue 18): one of the first thread (its answer has the
 	// media), one of the thread with the attachment, both with files.
 	newShare := func(thread int64) (db.Share, string) {
@@ -392,6 +403,15 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"GET", "/media/{id}/card", "/media/" + MD + "/card", nil, nil, want{200, 404, login}},
 		{"POST", "/m/{id}/speak", "/m/" + M + "/speak", nil, nil, want{303, 404, login}},
 		{"POST", "/t/{id}/media", "/t/" + T + "/media", url.Values{"tts": {"on"}}, nil, want{303, 404, login}},
+		{"GET", "/models", "/models", nil, nil, want{200, 200, login}},
+		{"GET", "/admin/models", "/admin/models", nil, nil, want{200, 403, login}},
+		{"POST", "/admin/models/pull", "/admin/models/pull", url.Values{"name": {"tiny"}}, nil, want{303, 403, login}},
+		{"POST", "/admin/models/pulls/{id}/cancel", "/admin/models/pulls/" + PL + "/cancel", nil, nil, want{303, 403, login}},
+		{"GET", "/admin/models/pulls/{id}/events", "/admin/models/pulls/" + PL + "/events", nil, nil, want{200, 403, login}},
+		{"GET", "/admin/models/delete", "/admin/models/delete?name=vision", nil, nil, want{200, 403, login}},
+		{"POST", "/admin/models/delete", "/admin/models/delete", url.Values{"name": {"vision:latest"}, "confirm": {"yes"}}, nil, want{303, 403, login}},
+		{"POST", "/admin/models/unload", "/admin/models/unload", url.Values{"name": {"tiny:latest"}}, nil, want{303, 403, login}},
+		{"POST", "/workspaces/{id}/model", "/workspaces/" + W + "/model", url.Values{"model": {"tiny:latest"}}, nil, want{303, 404, login}},
 		{"POST", "/admin/media", "/admin/media", url.Values{"tts_engine": {"espeak"}}, nil, want{303, 403, login}},
 		{"GET", "/admin/users", "/admin/users?q=example&role=member&state=active", nil, nil, want{200, 403, login}},
 		{"GET", "/admin/users/{id}", "/admin/users/" + OU, nil, nil, want{200, 403, login}},

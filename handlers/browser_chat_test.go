@@ -608,7 +608,7 @@ func TestBrowserChatAMissingModelSaysHowToGetIt(t *testing.T) {
 	release()
 	u.wait("error", chLast+`.dataset.status === "error"`)
 	errText := u.str(chLast + `.querySelector('[data-testid=error]')?.textContent ?? ""`)
-	for _, want := range []string{"not available", "ollama pull tiny", u.app.Fake.URL} {
+	for _, want := range []string{"not available", "/admin/models", u.app.Fake.URL} {
 		if !strings.Contains(errText, want) {
 			t.Errorf("error %q does not mention %q", errText, want)
 		}

@@ -44,6 +44,7 @@ type ssoPages struct {
 const (
 	sessionSSOFlow = "oidc_flow"
 	ssoFlowTTL     = 10 * time.Minute
+	maxInviteToken = 100 // longer is no invite of ours, and not kept in the session
 
 	msgSSONotConfigured = "Single sign-on is not configured on this server."
 	msgSSOExpired       = "This sign-in expired or was started in another browser. Start again from the sign-in page."
@@ -64,6 +65,7 @@ func newSSOPages(cfg Config, store ssoStore, a *auth) *ssoPages {
 type ssoFlow struct {
 	State, Nonce, Verifier string
 	SetupToken             string // the first administrator's, typed on the sign-in page
+	Invite                 string // the invite link's token, when the sign-in started from one
 	Started                time.Time
 }
 
@@ -100,13 +102,22 @@ func (s *ssoPages) login(w http.ResponseWriter, r *http.Request) {
 		s.unreachable(w, r, err)
 		return
 	}
-	f := ssoFlow{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), SetupToken: token, Started: time.Now()}
+	// From an invite link's page, the button carries its invite.
+	invite := r.URL.Query().Get("invite")
+	if len(invite) > maxInviteToken {
+		invite = ""
+	}
+	f := ssoFlow{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), SetupToken: token,
+		Invite: invite, Started: time.Now()}
 	b, err := json.Marshal(f)
 	if err != nil {
 		serverError(w, r, err)
 		return
 	}
 	s.sessions.Put(r.Context(), sessionSSOFlow, string(b))
+	// This anonymous session lives as long as the sign-in may take (signing
+	// in renews it for the full lifetime): abandoned ones do not pile up.
+	s.sessions.SetDeadline(r.Context(), f.Started.Add(ssoFlowTTL))
 	http.Redirect(w, r, ready.oauth.AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)),
 		http.StatusSeeOther)
 }
@@ -183,7 +194,7 @@ func (s *ssoPages) callback(w http.ResponseWriter, r *http.Request) {
 		errorPage(w, r, status, msg)
 		return
 	}
-	u, ws, status, msg, err := s.account(r, claims, f.SetupToken)
+	u, ws, status, msg, err := s.account(r, claims, f)
 	if err != nil {
 		hashError(w, r, err)
 		return
@@ -207,10 +218,12 @@ func (s *ssoPages) callback(w http.ResponseWriter, r *http.Request) {
 // ssoIdentity is what a verified ID token says about the person.
 type ssoIdentity struct {
 	issuer, subject string
-	Email           string   `json:"email"`
-	EmailVerified   flexBool `json:"email_verified"`
-	Name            string   `json:"name"`
-	Username        string   `json:"preferred_username"`
+	emailVerified   bool      // what EmailVerified says, or WEFT_OIDC_TRUST_EMAIL when it says nothing
+	Email           string    `json:"email"`
+	EmailVerified   *flexBool `json:"email_verified"` // nil: no claim
+	Name            string    `json:"name"`
+	Username        string    `json:"preferred_username"`
+	AuthorizedParty string    `json:"azp"`
 }
 
 // verify exchanges the code (with the PKCE verifier) and verifies the ID
@@ -241,9 +254,18 @@ func (s *ssoPages) verify(ctx context.Context, code string, f ssoFlow) (ssoIdent
 	if err := idt.Claims(&id); err != nil {
 		return id, http.StatusBadGateway, fmt.Errorf("id token claims: %w", err)
 	}
+	// An azp names the party the token was issued to: it must be us, even
+	// when our client id is among several audiences (OIDC Core 3.1.3.7).
+	if id.AuthorizedParty != "" && id.AuthorizedParty != s.cfg.ClientID {
+		return id, http.StatusUnauthorized, fmt.Errorf("id token: issued to %q (azp), not to this client", id.AuthorizedParty)
+	}
 	id.issuer, id.subject = idt.Issuer, idt.Subject
-	if s.cfg.TrustEmail {
-		id.EmailVerified = true
+	// WEFT_OIDC_TRUST_EMAIL stands in for a claim the provider does not
+	// send; a provider that says "not verified" is believed.
+	if id.EmailVerified != nil {
+		id.emailVerified = bool(*id.EmailVerified)
+	} else {
+		id.emailVerified = s.cfg.TrustEmail
 	}
 	id.Email = strings.TrimSpace(id.Email)
 	return id, 0, nil

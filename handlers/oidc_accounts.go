@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"weft/db"
@@ -20,23 +21,26 @@ import (
 //  1. with WEFT_OIDC_ALLOWED_DOMAINS, only a verified email of a listed
 //     domain signs in by single sign-on at all;
 //  2. an identity linked before signs in to its account;
-//  3. otherwise the account with the same email is linked, but only when
-//     the provider says the email is verified (an unverified email links
-//     nothing and creates nothing: whoever typed it may not own it);
+//  3. otherwise the account with the same email (up to ASCII case) is
+//     linked, but only when the provider says the email is verified (an
+//     unverified email links nothing and creates nothing: whoever typed it
+//     may not own it);
 //  4. otherwise a new account is made, under the sign-up rules: the first
 //     account is the admin (with the setup token when one was printed),
-//     later ones join while sign-up is open, or at any time when their
-//     domain is listed in WEFT_OIDC_ALLOWED_DOMAINS.
+//     later ones join while sign-up is open, with a usable invite while it
+//     is invite-only (the invite link's page starts the sign-in with it),
+//     or at any time when their domain is listed in
+//     WEFT_OIDC_ALLOWED_DOMAINS.
 //
 // A disabled account is refused. A non-empty message refuses with status;
 // the workspace is the new account's (0 otherwise).
-func (s *ssoPages) account(r *http.Request, id ssoIdentity, setupToken string) (db.User, int64, int, string, error) {
+func (s *ssoPages) account(r *http.Request, id ssoIdentity, f ssoFlow) (db.User, int64, int, string, error) {
 	ctx := r.Context()
 	refuse := func(status int, msg string) (db.User, int64, int, string, error) {
 		return db.User{}, 0, status, msg, nil
 	}
 	name := upperFirst(s.name())
-	if len(s.cfg.AllowedDomains) > 0 && (!bool(id.EmailVerified) || !s.domainAllowed(id.Email)) {
+	if len(s.cfg.AllowedDomains) > 0 && (!id.emailVerified || !s.domainAllowed(id.Email)) {
 		return refuse(http.StatusForbidden, fmt.Sprintf("Accounts of %s may not sign in to this server. Ask its administrator.",
 			orSomething(emailDomain(id.Email), "that email domain")))
 	}
@@ -53,13 +57,16 @@ func (s *ssoPages) account(r *http.Request, id ssoIdentity, setupToken string) (
 	if addr, err := mail.ParseAddress(id.Email); err != nil || addr.Address != id.Email || len(id.Email) > 254 {
 		return refuse(http.StatusForbidden, fmt.Sprintf("%s did not give Weft an email address, which every account needs.", name))
 	}
-	if !id.EmailVerified {
+	if !id.emailVerified {
 		return refuse(http.StatusForbidden, fmt.Sprintf(
 			"%s has not verified your email address, so Weft cannot use it. Verify it with %s, then sign in again.", name, s.name()))
 	}
 	link := db.Identity{Issuer: id.issuer, Subject: id.subject, Email: id.Email}
 	u, err = s.auth.store.UserByEmail(ctx, id.Email)
 	switch {
+	case err == nil && foldASCII(u.Email) != foldASCII(id.Email):
+		// PostgreSQL's lower() matched letters that only look alike.
+		return refuse(http.StatusConflict, "An account on this server has an email address that only looks like this one. Ask the server's administrator.")
 	case err == nil && u.Disabled:
 		return refuse(http.StatusForbidden, msgDisabled)
 	case err == nil:
@@ -76,13 +83,13 @@ func (s *ssoPages) account(r *http.Request, id ssoIdentity, setupToken string) (
 	case !errors.Is(err, db.ErrNotFound):
 		return db.User{}, 0, 0, "", err
 	}
-	return s.create(r, id, link, setupToken)
+	return s.create(r, id, link, f)
 }
 
 // create makes the account of a new identity. The cheap refusals come
 // before the sign-up limit is counted and a password hash is made;
 // CreateUserWithIdentity decides again under its lock.
-func (s *ssoPages) create(r *http.Request, id ssoIdentity, link db.Identity, setupToken string) (db.User, int64, int, string, error) {
+func (s *ssoPages) create(r *http.Request, id ssoIdentity, link db.Identity, f ssoFlow) (db.User, int64, int, string, error) {
 	ctx := r.Context()
 	byDomain := len(s.cfg.AllowedDomains) > 0 // rule 1 let only listed domains through
 	n, err := s.auth.store.CountUsers(ctx)
@@ -94,7 +101,16 @@ func (s *ssoPages) create(r *http.Request, id ssoIdentity, link db.Identity, set
 		if err != nil {
 			return db.User{}, 0, 0, "", err
 		}
-		if mode != db.SignupOpen {
+		switch {
+		case mode == db.SignupInvite && f.Invite == "":
+			return db.User{}, 0, http.StatusForbidden, msgInviteOnly, nil
+		case mode == db.SignupInvite:
+			if _, err := s.auth.store.CheckInvite(ctx, f.Invite, id.Email); inviteMessage(err) != "" {
+				return db.User{}, 0, inviteStatus(err), inviteMessage(err), nil
+			} else if err != nil {
+				return db.User{}, 0, 0, "", err
+			}
+		case mode != db.SignupOpen:
 			return db.User{}, 0, http.StatusForbidden, msgSignupClosed, nil
 		}
 	}
@@ -113,10 +129,12 @@ func (s *ssoPages) create(r *http.Request, id ssoIdentity, link db.Identity, set
 		return db.User{}, 0, 0, "", err
 	}
 	u, ws, err := s.store.CreateUserWithIdentity(ctx, db.NewIdentityUser{Identity: link, DisplayName: ssoDisplayName(id),
-		PasswordHash: hash, SetupToken: setupToken, IgnoreSignupMode: byDomain})
+		PasswordHash: hash, SetupToken: f.SetupToken, Invite: f.Invite, IgnoreSignupMode: byDomain})
 	switch {
 	case errors.Is(err, db.ErrSignupClosed):
 		return db.User{}, 0, http.StatusForbidden, msgSignupClosed, nil
+	case inviteMessage(err) != "":
+		return db.User{}, 0, inviteStatus(err), inviteMessage(err), nil
 	case errors.Is(err, db.ErrSetupToken):
 		return db.User{}, 0, http.StatusForbidden,
 			"The first account needs the setup token printed in the server's log at start-up: enter it on the sign-in page, then sign in again.", nil
@@ -140,7 +158,21 @@ func emailDomain(email string) string {
 	if i < 0 {
 		return ""
 	}
-	return strings.ToLower(email[i+1:])
+	return foldASCII(email[i+1:])
+}
+
+// foldASCII lower-cases the ASCII letters only. Emails from a provider are
+// compared this way: Unicode case mapping (strings.ToLower, PostgreSQL's
+// lower()) turns some other letters into ASCII ones — the Kelvin sign "K"
+// into "k", "İ" into "i" — so an address at a look-alike domain, which
+// anyone may register and have verified, would pass for another's.
+func foldASCII(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
 }
 
 func orSomething(s, def string) string {
@@ -151,11 +183,12 @@ func orSomething(s, def string) string {
 }
 
 // ssoDisplayName is the provider's name for the person, or its user name,
-// or the email's local part, at most 100 characters.
+// or the email's local part, at most 100 characters, without control
+// characters (PostgreSQL refuses a NUL in text).
 func ssoDisplayName(id ssoIdentity) string {
-	name := strings.TrimSpace(id.Name)
+	name := strings.TrimSpace(strings.Map(dropControl, id.Name))
 	if name == "" {
-		name = strings.TrimSpace(id.Username)
+		name = strings.TrimSpace(strings.Map(dropControl, id.Username))
 	}
 	if name == "" || !utf8.ValidString(name) {
 		name = displayNameFrom(id.Email)
@@ -164,4 +197,11 @@ func ssoDisplayName(id ssoIdentity) string {
 		name = string([]rune(name)[:100])
 	}
 	return name
+}
+
+func dropControl(r rune) rune {
+	if unicode.IsControl(r) {
+		return -1
+	}
+	return r
 }

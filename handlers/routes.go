@@ -85,6 +85,9 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	sessions := newSessions(cfg, sessionStore)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if pl := rt.Pulls(); pl != nil {
+		registerPullMetrics(reg, pl)
+	}
 	metricsHandler := requireBearer(cfg.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	shared := sharedState{
 		sessions: sessions,
@@ -160,6 +163,7 @@ type endpoints struct {
 	account    *account
 	shares     *sharePages
 	shareRead  *sharedPages
+	models     *modelPages
 }
 
 // newEndpoints builds every handler once. The shell (the page frame) and
@@ -200,6 +204,8 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		users: &adminUsers{store: store, runs: rt, blobs: med, streams: sh.streams, shell: shell,
 			workspaceRoot: ag.Root, publicURL: cfg.PublicURL},
 		account: acc,
+		models: &modelPages{store: store, models: models, manager: rt.Pulls(), shell: shell, streams: sh.streams,
+			sessions: sh.sessions, closing: sh.closing},
 	}
 }
 
@@ -242,7 +248,7 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		r.Get("/auth/oidc/login", e.sso.login)
 		r.Post("/auth/oidc/login", e.sso.describe(e.sso.login)) // a refusal redraws the sign-in page
 		r.Get("/auth/oidc/callback", e.sso.callback)
-		r.Get("/invite/{token}", e.auth.showInvite)
+		r.Get("/invite/{token}", e.sso.describe(e.auth.showInvite))
 		r.Get("/reset/{token}", e.account.showReset)
 		r.Post("/reset/{token}", e.account.reset)
 		r.Group(func(r chi.Router) {
@@ -252,14 +258,15 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		})
 	})
 	// Share links (issue 18): read by anyone with the token, so no session is
-	// loaded and no user required; not indexed, not cached, no Referer.
-	r.Group(func(r chi.Router) {
+	// loaded and no user required; not indexed, not cached, no Referer. A
+	// router of their own, so that a 404 or 405 under /s/ has the headers too.
+	r.Route("/s", func(r chi.Router) {
 		r.Use(shareHeaders, capBody(e.cfg.MaxBodyBytes), writeDeadline(2*time.Minute))
-		r.Get("/s/{token}", e.shareRead.show)
-		r.Get("/s/{token}/attachments/{id}", e.shareRead.attachment(false))
-		r.Get("/s/{token}/attachments/{id}/thumb", e.shareRead.attachment(true))
-		r.Get("/s/{token}/media/{id}", e.shareRead.media(false))
-		r.Get("/s/{token}/media/{id}/thumb", e.shareRead.media(true))
+		r.Get("/{token}", e.shareRead.show)
+		r.Get("/{token}/attachments/{id}", e.shareRead.attachment(false))
+		r.Get("/{token}/attachments/{id}/thumb", e.shareRead.attachment(true))
+		r.Get("/{token}/media/{id}", e.shareRead.media(false))
+		r.Get("/{token}/media/{id}/thumb", e.shareRead.media(true))
 	})
 	// Sends: the composer's files make them larger than other forms.
 	r.Group(func(r chi.Router) {
@@ -283,6 +290,7 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(capBody(e.cfg.MaxBodyBytes), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
 		r.Get("/runs/{id}/events", e.runs.events)
+		r.With(requireAdmin).Get("/admin/models/pulls/{id}/events", e.models.events)
 	})
 	return r
 }
@@ -330,6 +338,7 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Post("/workspaces/switch", ws.switchTo)
 	r.Post("/workspaces/{id}/rename", ws.rename)
 	r.Post("/workspaces/{id}/archive", ws.archive)
+	r.Post("/workspaces/{id}/model", ws.setModel)
 }
 
 // libraryRoutes are the signed-in pages and actions around conversations:
@@ -394,6 +403,16 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.With(requireAdmin).Post("/admin/system-prompt", ad.setSystemPrompt)
 	r.With(requireAdmin).Post("/reload-mcp", ad.reloadMCP)
 	e.userAdminRoutes(r)
+
+	// Models (issue 18): everyone sees the list; administrators manage.
+	md := e.models
+	r.Get("/models", md.list)
+	r.With(requireAdmin).Get("/admin/models", md.admin)
+	r.With(requireAdmin).Post("/admin/models/pull", md.pull)
+	r.With(requireAdmin).Post("/admin/models/pulls/{id}/cancel", md.cancel)
+	r.With(requireAdmin).Get("/admin/models/delete", md.confirmDelete)
+	r.With(requireAdmin).Post("/admin/models/delete", md.delete)
+	r.With(requireAdmin).Post("/admin/models/unload", md.unload)
 }
 
 // userAdminRoutes are the administrator's pages and actions on accounts

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -19,6 +20,7 @@ type workspaceStore interface {
 	CreateWorkspace(ctx context.Context, user int64, name string) (db.Workspace, error)
 	RenameWorkspace(ctx context.Context, user, id int64, name string) error
 	SetWorkspaceArchived(ctx context.Context, user, id int64, archived bool) error
+	SetWorkspaceModel(ctx context.Context, user, id int64, model string) error
 }
 
 // workspaces serves /workspaces: list, create, rename, archive, switch.
@@ -44,7 +46,7 @@ func (h *workspaces) renderList(w http.ResponseWriter, r *http.Request, status i
 		serverError(w, r, err)
 		return
 	}
-	render(w, r, status, views.Page("Workspaces", views.App(s, views.WorkspacesPage(s.Workspaces, msg))))
+	render(w, r, status, views.Page("Workspaces", views.App(s, views.WorkspacesPage(s.Workspaces, s.Models, msg))))
 }
 
 // workspaceName validates a name from the form, answering the request when
@@ -143,4 +145,29 @@ func (h *workspaces) switchTo(w http.ResponseWriter, r *http.Request) {
 	}
 	h.sessions.Put(r.Context(), sessionWorkspaceID, ws.ID)
 	redirect(w, r, "/")
+}
+
+// setModel sets the model new threads of a workspace start with (field
+// model: one of the chat models, or empty for the instance's default).
+// A thread's own model still wins.
+func (h *workspaces) setModel(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	id, ok := pathID(w, r, "id")
+	if !ok || !parseForm(w, r) {
+		return
+	}
+	if _, err := h.store.Workspace(r.Context(), u.ID, id); err != nil {
+		storeError(w, r, err)
+		return
+	}
+	model := strings.TrimSpace(r.PostForm.Get("model"))
+	if model != "" && !slices.Contains(h.shell.models.ChatModels(r.Context()), model) {
+		h.renderList(w, r, http.StatusUnprocessableEntity, "Choose one of the chat models the model server has.")
+		return
+	}
+	if err := h.store.SetWorkspaceModel(r.Context(), u.ID, id, model); err != nil {
+		storeError(w, r, err)
+		return
+	}
+	redirect(w, r, "/workspaces")
 }

@@ -19,7 +19,7 @@ func TestEmbedProblemTellsEmbeddingFailuresApartByType(t *testing.T) {
 		want string
 	}{
 		{"unreachable", &url.Error{Op: "Post", URL: "http://127.0.0.1:11434/api/embed", Err: errors.New("connection refused")}, "Ollama is not reachable."},
-		{"no such model", api.StatusError{StatusCode: 404, ErrorMessage: `model "x" not found, try pulling it first`}, "it is not on the Ollama server (ollama pull it first)."},
+		{"no such model", api.StatusError{StatusCode: 404, ErrorMessage: `model "x" not found, try pulling it first`}, "it is not on the Ollama server (an administrator can pull it on the Models page first)."},
 		{"cannot embed", fmt.Errorf("embed: %w", api.StatusError{StatusCode: 501, ErrorMessage: "this model does not support embeddings"}), "it cannot make embeddings; choose an embedding model."},
 		{"refused", api.StatusError{StatusCode: 400, ErrorMessage: "bad"}, "Ollama refused it."},
 		{"a lookalike text", errors.New("Post failed: not found; does not support embeddings"), "Ollama refused it."},

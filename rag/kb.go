@@ -49,7 +49,7 @@ func (s *Service) CreateKB(ctx context.Context, user, workspace int64, name, mod
 	}
 	model = strings.TrimSpace(model)
 	if model == "" || len(model) > 200 {
-		return db.KnowledgeBase{}, name, usererr.New("Choose an embedding model (pull one with `ollama pull nomic-embed-text`).")
+		return db.KnowledgeBase{}, name, usererr.New("Choose an embedding model (an administrator can pull one, such as nomic-embed-text, on the Models page).")
 	}
 	dims, err := s.Dimensions(ctx, model)
 	if err != nil {
@@ -88,7 +88,7 @@ func embedProblem(ctx context.Context, err error) string {
 	var ne net.Error
 	switch {
 	case errors.As(err, &se) && se.StatusCode == http.StatusNotFound:
-		return "it is not on the Ollama server (ollama pull it first)."
+		return "it is not on the Ollama server (an administrator can pull it on the Models page first)."
 	case errors.As(err, &se) && se.StatusCode == http.StatusNotImplemented:
 		return "it cannot make embeddings; choose an embedding model."
 	case errors.As(err, &se):

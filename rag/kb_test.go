@@ -31,9 +31,9 @@ func TestKnowledgeBaseRulesRefuseWithAMessageForTheUser(t *testing.T) {
 	_, _, err = e.svc.CreateKB(ctx, e.user.ID, e.ws.ID, "Field notes", "embedder")
 	add("a taken name", err, `This workspace already has a knowledge base named "Field notes".`)
 	_, _, err = e.svc.CreateKB(ctx, e.user.ID, e.ws.ID, "Other", "no-such-model")
-	add("a model Ollama lacks", err, `The embedding model "no-such-model" could not be used: it is not on the Ollama server (ollama pull it first).`)
+	add("a model Ollama lacks", err, `The embedding model "no-such-model" could not be used: it is not on the Ollama server (an administrator can pull it on the Models page first).`)
 	_, _, err = e.svc.CreateKB(ctx, e.user.ID, e.ws.ID, "Other", " ")
-	add("no model", err, "Choose an embedding model (pull one with `ollama pull nomic-embed-text`).")
+	add("no model", err, "Choose an embedding model (an administrator can pull one, such as nomic-embed-text, on the Models page).")
 	add("bad settings", e.svc.UpdateSettings(ctx, e.user.ID, kb, rag.Settings{ChunkSize: "100", TopK: "x", MinSimilarity: "2"}),
 		"Not saved: chunk_size must be a whole number from 200 to 20000; top_k must be a whole number from 1 to 50; min_similarity must be a number from -1 to 1.")
 	add("overlap over size", e.svc.UpdateSettings(ctx, e.user.ID, kb, rag.Settings{ChunkSize: "300", ChunkOverlap: "300"}),

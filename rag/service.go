@@ -182,7 +182,7 @@ func (s *Service) describeEmbedError(err error, model string) string {
 	var se api.StatusError
 	switch {
 	case errors.As(err, &se) && se.StatusCode == 404:
-		return fmt.Sprintf("The embedding model %q is not available on the Ollama server at %s. Pull it with `ollama pull %s`, or choose another model.", model, s.cfg.OllamaHost, model)
+		return fmt.Sprintf("The embedding model %q is not available on the Ollama server at %s. An administrator can pull it on the Models page (/admin/models, or `ollama pull %s` on the server), or choose another model.", model, s.cfg.OllamaHost, model)
 	case errors.As(err, &se) && se.StatusCode == 501:
 		return fmt.Sprintf("The model %q cannot make embeddings. Choose an embedding model (for example nomic-embed-text).", model)
 	case errors.As(err, &se):

@@ -117,7 +117,10 @@ type Server struct {
 	URL string
 
 	ts        *httptest.Server
+	catMu     sync.RWMutex // guards models (pulls add, deletes remove)
 	models    []Model
+	registry  []PullModel // what /api/pull can fetch
+	pullDelay time.Duration
 	delay     time.Duration
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -138,6 +141,11 @@ type Server struct {
 	embedMax    int
 	failEmbeds  int // how many of the next /api/embed requests fail
 	failStatus  int
+
+	pulls   []PullRecord
+	holdAt  int           // pulls stop after this many lines (0: no hold)
+	release chan struct{} // closed by ReleasePulls
+	deleted []string
 }
 
 // New starts a fake server for a test; it is closed on t.Cleanup.
@@ -164,23 +172,7 @@ func Start(opts ...Option) *Server {
 		s.models = DefaultModels()
 	}
 	for i := range s.models {
-		m := &s.models[i]
-		m.Capabilities = append([]string(nil), m.Capabilities...)
-		if len(m.Capabilities) == 0 {
-			m.Capabilities = []string{CapCompletion}
-		}
-		if m.ContextLength <= 0 {
-			m.ContextLength = 4096
-		}
-		if m.Family == "" {
-			m.Family = "llama"
-		}
-		if m.CharsPerToken <= 0 {
-			m.CharsPerToken = defaultCharsPerToken
-		}
-		if m.EmbeddingLength <= 0 && m.has(CapEmbedding) {
-			m.EmbeddingLength = defaultEmbeddingLength
-		}
+		withDefaults(&s.models[i])
 	}
 
 	mux := http.NewServeMux()
@@ -192,6 +184,9 @@ func Start(opts ...Option) *Server {
 	mux.HandleFunc("POST /api/chat", s.handleChat)
 	mux.HandleFunc("POST /api/embed", s.handleEmbed)
 	mux.HandleFunc("POST /api/embeddings", s.handleEmbeddings)
+	mux.HandleFunc("POST /api/pull", s.handlePull)
+	mux.HandleFunc("DELETE /api/delete", s.handleDelete)
+	mux.HandleFunc("POST /api/generate", s.handleGenerate)
 
 	s.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.isDown() {
@@ -202,6 +197,26 @@ func Start(opts ...Option) *Server {
 	}))
 	s.URL = s.ts.URL
 	return s
+}
+
+// withDefaults gives a model its defaults.
+func withDefaults(m *Model) {
+	m.Capabilities = append([]string(nil), m.Capabilities...)
+	if len(m.Capabilities) == 0 {
+		m.Capabilities = []string{CapCompletion}
+	}
+	if m.ContextLength <= 0 {
+		m.ContextLength = 4096
+	}
+	if m.Family == "" {
+		m.Family = "llama"
+	}
+	if m.CharsPerToken <= 0 {
+		m.CharsPerToken = defaultCharsPerToken
+	}
+	if m.EmbeddingLength <= 0 && m.has(CapEmbedding) {
+		m.EmbeddingLength = defaultEmbeddingLength
+	}
 }
 
 // Close stops the server: streams still running (hanging ones included) are

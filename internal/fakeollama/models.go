@@ -142,7 +142,7 @@ func qualified(name string) string {
 
 func (s *Server) lookup(name string) (Model, bool) {
 	c := canonical(name)
-	for _, m := range s.models {
+	for _, m := range s.catalogue() {
 		if canonical(m.Name) == c {
 			return m, true
 		}
@@ -203,7 +203,7 @@ func (s *Server) unload(m Model) {
 
 func (s *Server) handleTags(w http.ResponseWriter, r *http.Request) {
 	resp := api.ListResponse{Models: []api.ListModelResponse{}}
-	for i, m := range s.models {
+	for i, m := range s.catalogue() {
 		n := displayName(m.Name)
 		resp.Models = append(resp.Models, api.ListModelResponse{
 			Name:       n,
@@ -231,6 +231,7 @@ func (s *Server) handlePs(w http.ResponseWriter, r *http.Request) {
 			Name:          n,
 			Model:         n,
 			Size:          size(l.m.Name),
+			SizeVRAM:      size(l.m.Name), // all of it on the GPU
 			Digest:        digest(l.m.Name),
 			Details:       details(l.m),
 			ExpiresAt:     l.expires,
@@ -269,7 +270,7 @@ func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("model '%s' not found", req.Model))
 		return
 	}
-	idx := slices.IndexFunc(s.models, func(x Model) bool { return canonical(x.Name) == canonical(m.Name) })
+	idx := slices.IndexFunc(s.catalogue(), func(x Model) bool { return canonical(x.Name) == canonical(m.Name) })
 	info := map[string]any{
 		"general.architecture":             m.Family,
 		"general.parameter_count":          1_000_000,

@@ -1,0 +1,108 @@
+package chat_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"weft/chat"
+	"weft/db"
+	"weft/internal/fakeollama"
+	"weft/internal/testwait"
+)
+
+// chat.OllamaClient.Pull reads /api/pull like the official client: the
+// same progress lines, the same errors (an error line, a refusal before
+// the stream, a raw reply that is no JSON).
+func TestOllamaPullGivesWhatTheOfficialClientGives(t *testing.T) {
+	t.Parallel()
+	fake := fakeollama.New(t, fakeollama.WithRegistry(fakeollama.PullModel{Model: fakeollama.Model{Name: "qwen3:8b"},
+		Layers: []int64{1000, 20}, Steps: 3}))
+	raw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		_, _ = w.Write([]byte("{\"status\":\"pulling manifest\"}\r\n\nnot json\n"))
+	}))
+	t.Cleanup(raw.Close)
+	type pull interface {
+		Pull(ctx context.Context, req *api.PullRequest, fn api.PullProgressFunc) error
+	}
+	for _, tc := range []struct{ name, server, model string }{
+		{"success", fake.URL, "qwen3:8b"},
+		{"cached", fake.URL, "tiny"},
+		{"not in the registry", fake.URL, "nope"},
+		{"invalid name", fake.URL, "bad name"},
+		{"raw lines", raw.URL, "x"},
+	} {
+		u, _ := url.Parse(tc.server)
+		var got [2][]api.ProgressResponse
+		var errs [2]string
+		for i, c := range []pull{api.NewClient(u, http.DefaultClient), chat.NewOllamaClient(u)} {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := c.Pull(ctx, &api.PullRequest{Model: tc.model}, func(r api.ProgressResponse) error {
+				got[i] = append(got[i], r)
+				return nil
+			})
+			cancel()
+			if err != nil {
+				errs[i] = err.Error()
+			}
+		}
+		if !reflect.DeepEqual(got[0], got[1]) || errs[0] != errs[1] {
+			t.Errorf("%s: official %v %q, weft %v %q", tc.name, got[0], errs[0], got[1], errs[1])
+		}
+		if tc.name == "success" && (len(got[1]) != 12 || got[1][11].Status != "success") {
+			t.Errorf("success: %v", got[1])
+		}
+	}
+}
+
+// countingStore counts a runtime's writes of pull progress.
+type countingStore struct {
+	*db.DB
+	saves atomic.Int64
+}
+
+func (s *countingStore) SaveModelPull(ctx context.Context, id int64, pr db.PullProgress) (bool, error) {
+	s.saves.Add(1)
+	return s.DB.SaveModelPull(ctx, id, pr)
+}
+
+// A pull's progress is written at most once a FlushEvery, not per line:
+// 240 lines over about 1.2 s make one write a second, and the row ends
+// with the whole of it.
+func TestAPullWritesItsProgressAtMostOnceAFlushNotPerLine(t *testing.T) {
+	t.Parallel()
+	var counting *countingStore
+	e := newEnvWrapped(t, chat.Config{FlushEvery: time.Second}, func(d *db.DB) chat.Store {
+		counting = &countingStore{DB: d}
+		return counting
+	}, fakeollama.WithRegistry(fakeollama.PullModel{Model: fakeollama.Model{Name: "many"}, Layers: []int64{1 << 20}, Steps: 235}),
+		fakeollama.WithPullDelay(5*time.Millisecond))
+	if !e.user.IsAdmin() {
+		t.Fatal("the env's user is not the administrator")
+	}
+	pulls, err := e.rt.Pulls().Pull(context.Background(), e.user.ID, "many", "")
+	if err != nil || len(pulls) != 1 {
+		t.Fatalf("pull: %v %v", pulls, err)
+	}
+	var p db.ModelPull
+	testwait.For(t, "the pull to end", 20*time.Second, func() bool {
+		p, err = e.store.ModelPull(context.Background(), e.user.ID, pulls[0].ID)
+		return err == nil && !p.Running()
+	})
+	recs := e.fake.Pulls()
+	if p.Status != db.PullCompleted || p.Completed != 1<<20 || p.Total != 1<<20 || len(recs) != 1 || recs[0].Lines != 240 {
+		t.Fatalf("pull = %+v, fake %+v", p, recs)
+	}
+	took := p.FinishedAt.Sub(p.CreatedAt)
+	if n := counting.saves.Load(); n > int64(took/time.Second)+1 {
+		t.Fatalf("%d progress writes for 240 lines in %s", n, took)
+	}
+}
