@@ -89,14 +89,23 @@ func (d *DB) ActiveRuns(ctx context.Context, user, thread int64) ([]Run, error) 
 // userCap active runs (running, or waiting for the user's approval: a run
 // waiting holds its slot, or one user could park any number of them). ok is false when nothing was started. The thread and
 // the user rows are locked so that concurrent claims, from any instance,
-// respect both limits.
+// respect both limits. A disabled account's runs never start: its queued
+// ones are cancelled here instead.
 func (d *DB) ClaimNextRun(ctx context.Context, thread int64, instance string, userCap int) (r Run, ok bool, err error) {
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
 		var owner int64
 		if err := tx.QueryRow(ctx, "SELECT owner_id FROM threads WHERE id = $1", thread).Scan(&owner); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM users WHERE id = $1 FOR UPDATE", owner); err != nil {
+		var disabled bool
+		if err := tx.QueryRow(ctx, "SELECT disabled FROM users WHERE id = $1 FOR UPDATE", owner).Scan(&disabled); err != nil {
+			return err
+		}
+		if disabled {
+			// A send let in just before its account was disabled can queue
+			// a run after the account's runs were stopped: it never starts
+			// (the row lock orders this claim and SetUserDisabled).
+			_, err := cancelUserRuns(ctx, tx, owner)
 			return err
 		}
 		var busy bool

@@ -208,7 +208,7 @@ func (s *ssoPages) callback(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	if err := s.auth.startSession(ctx, u.ID, ws); err != nil {
+	if err := s.auth.startSession(ctx, u.ID, ws, ""); err != nil {
 		serverError(w, r, err)
 		return
 	}

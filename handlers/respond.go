@@ -74,8 +74,16 @@ func serverError(w http.ResponseWriter, r *http.Request, err error) {
 
 // logPath is a request's path as the logs show it. A share link's token is
 // its only credential, so a log keeps no more of it than its hint (the
-// first characters, which its owner sees in their list of links).
+// first characters, which its owner sees in their list of links). A
+// password-reset or invite link's token is too (whoever has it sets the
+// account's password, or makes an account), and nothing shows a hint of
+// it: a log keeps none of it.
 func logPath(p string) string {
+	for _, prefix := range []string{"/reset/", "/invite/"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok && rest != "" {
+			return prefix + "…"
+		}
+	}
 	rest, ok := strings.CutPrefix(p, "/s/")
 	if !ok {
 		return p
