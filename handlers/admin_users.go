@@ -83,9 +83,7 @@ func (h *adminUsers) list(w http.ResponseWriter, r *http.Request) {
 // this once.
 func (h *adminUsers) renderList(w http.ResponseWriter, r *http.Request, status int, inviteURL, errMsg string) {
 	q := r.URL.Query()
-	// The search is sent to the database as text: bytes that are not
-	// UTF-8, and NULs, are dropped, not a failed query.
-	search := strings.ReplaceAll(strings.ToValidUTF8(q.Get("q"), ""), "\x00", "")
+	search := queryText(r, "q")
 	f := db.UserFilter{Query: search, Role: q.Get("role"), State: q.Get("state"), Limit: usersPageSize}
 	if f.Role != db.RoleAdmin && f.Role != db.RoleMember {
 		f.Role = ""

@@ -62,7 +62,7 @@ func (h *manage) page(w http.ResponseWriter, r *http.Request, status int, title 
 // messages matching q, with highlighted snippets that jump to the message.
 func (h *manage) search(w http.ResponseWriter, r *http.Request) {
 	u, _ := currentUser(r)
-	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	q := queryText(r, "q")
 	if len(q) > 500 {
 		badRequest(w, r, "Search for at most 500 characters.")
 		return
