@@ -273,19 +273,32 @@ type livePull struct {
 	savedCompleted int64
 }
 
+// Bounds of what a model server's progress lines may make a pull hold:
+// its words are untrusted (a NUL, which Postgres refuses in text, would
+// keep the row from ever being written again), and a hostile or broken
+// server could send endless distinct layers or sizes that overflow.
+const (
+	maxPullText   = 200     // runes of a status line shown on the row
+	maxPullDigest = 100     // a layer's digest ("sha256:" and 64 hex digits)
+	maxPullLayers = 256     // layers counted; more are not summed
+	maxLayerBytes = 1 << 44 // 16 TB: a layer's total and completed
+)
+
 // update folds one progress line in.
 func (lp *livePull) update(r api.ProgressResponse) {
 	lp.mu.Lock()
 	defer lp.mu.Unlock()
-	lp.pr.StatusText = r.Status
+	lp.pr.StatusText = usererr.Untrusted(r.Status, maxPullText)
 	if r.Status == "success" {
 		lp.success = true
 	}
-	if r.Digest == "" {
+	digest := usererr.Untrusted(r.Digest, maxPullDigest)
+	if _, seen := lp.layers[digest]; digest == "" || (!seen && len(lp.layers) >= maxPullLayers) {
 		return
 	}
-	lp.pr.Digest = r.Digest
-	lp.layers[r.Digest] = [2]int64{r.Completed, r.Total}
+	total := min(max(r.Total, 0), maxLayerBytes)
+	lp.pr.Digest = digest
+	lp.layers[digest] = [2]int64{min(max(r.Completed, 0), total), total}
 	lp.pr.Layers = len(lp.layers)
 	lp.pr.Completed, lp.pr.Total = 0, 0
 	for _, l := range lp.layers {

@@ -2,10 +2,14 @@ package chat_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"weft/chat"
 	"weft/db"
 	"weft/internal/fakeollama"
+	"weft/internal/testenv"
 	"weft/internal/testwait"
 )
 
@@ -104,5 +109,76 @@ func TestAPullWritesItsProgressAtMostOnceAFlushNotPerLine(t *testing.T) {
 	took := p.FinishedAt.Sub(p.CreatedAt)
 	if n := counting.saves.Load(); n > int64(took/time.Second)+1 {
 		t.Fatalf("%d progress writes for 240 lines in %s", n, took)
+	}
+}
+
+// rawPullEnv is a runtime whose one model server answers /api/pull with
+// lines of pull (a hostile or broken server), and its administrator.
+func rawPullEnv(t *testing.T, pull http.HandlerFunc) (*chat.Runtime, *db.DB, db.User) {
+	t.Helper()
+	store := testenv.NewDB(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/tags", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"models":[]}`))
+	})
+	mux.HandleFunc("POST /api/pull", pull)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	client := chat.NewOllamaClient(u)
+	rt := chat.New(store, client, chat.NewModels(client, srv.URL, "", 0),
+		chat.Config{Instance: t.Name(), FlushEvery: 100 * time.Millisecond})
+	if err := rt.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		rt.Shutdown(ctx)
+	})
+	admin, _, err := store.CreateUser(context.Background(), "admin@example.com", "", "x")
+	if err != nil || !admin.IsAdmin() {
+		t.Fatalf("admin: %+v %v", admin, err)
+	}
+	return rt, store, admin
+}
+
+// What a model server's progress lines say is untrusted: a status with a
+// NUL (which Postgres refuses in text) or markup, a digest of megabytes,
+// endless distinct layers, sizes negative, past the total or near the
+// int64 limit — the pull still ends as the server said (a NUL kept in
+// the row made every write of it fail: the pull stayed "running" until a
+// restart, refusing to be pulled again or deleted), its row holds short,
+// clean text and sizes that add up.
+func TestAHostileModelServersProgressIsCleanedAndBounded(t *testing.T) {
+	t.Parallel()
+	rt, store, admin := rawPullEnv(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		enc := json.NewEncoder(w)
+		_ = enc.Encode(api.ProgressResponse{Status: "pulling \x00 <script>alert(1)</script> " + strings.Repeat("x", 10_000)})
+		_ = enc.Encode(api.ProgressResponse{Status: "pulling a", Digest: "sha256:" + strings.Repeat("a", 1<<20), Total: 100, Completed: 50})
+		for i := range 5000 {
+			_ = enc.Encode(api.ProgressResponse{Status: "pulling", Digest: fmt.Sprintf("sha256:%064d", i), Total: math.MaxInt64 - int64(i), Completed: math.MaxInt64})
+		}
+		_ = enc.Encode(api.ProgressResponse{Status: "pulling b", Digest: "sha256:b\x00", Total: -7, Completed: -3})
+		_ = enc.Encode(api.ProgressResponse{Status: "success"})
+	})
+	pulls, err := rt.Pulls().Pull(context.Background(), admin.ID, "hostile", "")
+	if err != nil || len(pulls) != 1 {
+		t.Fatalf("pull: %v %v", pulls, err)
+	}
+	var p db.ModelPull
+	testwait.For(t, "the pull to end", 20*time.Second, func() bool {
+		p, err = store.ModelPull(context.Background(), admin.ID, pulls[0].ID)
+		return err == nil && !p.Running()
+	})
+	if p.Status != db.PullCompleted || p.Error != "" {
+		t.Fatalf("pull ended %s %q", p.Status, p.Error)
+	}
+	if p.Layers > 300 || len(p.Digest) > 100 || len(p.StatusText) > 1000 || strings.ContainsRune(p.StatusText, 0) {
+		t.Errorf("row holds %d layers, a digest of %d bytes, a status of %d bytes", p.Layers, len(p.Digest), len(p.StatusText))
+	}
+	if p.Total <= 0 || p.Completed < 0 || p.Completed > p.Total || p.Total > 1<<60 {
+		t.Errorf("row says %d of %d bytes", p.Completed, p.Total)
 	}
 }
