@@ -67,7 +67,10 @@ func onServer(name string) string {
 }
 
 // Delete removes model from server ("": from every server that has it).
-// A model being pulled is refused: the pull would bring it back.
+// A model being pulled is refused: the pull would bring it back. It is
+// unloaded first: Ollama's delete removes the files but leaves the model
+// in memory (for good with OLLAMA_KEEP_ALIVE=-1), where no unload can
+// reach it any more — that answers 404 once the model is gone.
 func (p *Pulls) Delete(ctx context.Context, admin int64, model, server string) error {
 	targets, err := p.targets(server)
 	if err != nil {
@@ -83,6 +86,9 @@ func (p *Pulls) Delete(ctx context.Context, admin int64, model, server string) e
 	deleted := 0
 	var failed []string
 	for _, s := range targets {
+		if err := s.client.Unload(ctx, model); err != nil && !isNotFound(err) {
+			slog.Warn("unload model before deleting it", "model", model, "server", s.URL, "err", err)
+		}
 		err := s.client.Delete(ctx, &api.DeleteRequest{Model: model})
 		var se api.StatusError
 		switch {
@@ -157,16 +163,28 @@ func (p *Pulls) Unload(ctx context.Context, model, server string) error {
 	if err != nil {
 		return err
 	}
+	missing := 0
 	for _, s := range targets {
 		err := s.client.Unload(ctx, model)
-		var se api.StatusError
-		if errors.As(err, &se) && se.StatusCode == 404 {
-			continue // not on this server
+		if isNotFound(err) {
+			missing++ // not on this server
+			continue
 		}
 		if err != nil {
 			slog.Warn("unload model", "model", model, "server", s.URL, "err", err)
 			return usererr.New(fmt.Sprintf("%s could not be unloaded%s: the server did not answer.", model, onServer(s.Name)))
 		}
 	}
+	if missing == len(targets) {
+		// Ollama unloads only a model it has on disk: one deleted
+		// elsewhere stays in memory until its keep-alive ends.
+		return usererr.New(fmt.Sprintf("%s is no longer on the model server, so it cannot be unloaded: it leaves memory when its keep-alive ends.", model))
+	}
 	return nil
+}
+
+// isNotFound is the model server's 404: no such model there.
+func isNotFound(err error) bool {
+	var se api.StatusError
+	return errors.As(err, &se) && se.StatusCode == 404
 }

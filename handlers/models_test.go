@@ -305,6 +305,38 @@ func TestDeletingAModelAsksFirstThenRemovesIt(t *testing.T) {
 	fake.ReleasePulls()
 }
 
+// Deleting a loaded model takes it out of memory too: Ollama's delete
+// leaves it loaded, where no unload reaches it once its files are gone
+// (Unload then says so instead of "Unloaded").
+func TestDeletingALoadedModelUnloadsItFirst(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	fake := pullFake(t)
+	app := testenv.Start(t, store, testenv.Options{Fake: fake})
+	admin := testenv.NewClient(t, app.TS.URL)
+	admin.Register("admin@example.com", password)
+	for _, m := range []string{"thinker", "toolie"} {
+		if err := fake.Client().Generate(context.Background(), &api.GenerateRequest{Model: m}, func(api.GenerateResponse) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := admin.Post("/admin/models/delete", url.Values{"name": {"thinker:latest"}, "confirm": {"yes"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete = %d: %.300s", r.StatusCode, r.Body)
+	}
+	ps, err := fake.Client().ListRunning(context.Background())
+	if err != nil || len(ps.Models) != 1 || ps.Models[0].Name != "toolie:latest" {
+		t.Fatalf("ps after deleting thinker = %+v, %v", ps, err)
+	}
+	// Deleted behind Weft's back while loaded: Unload cannot reach it.
+	if err := fake.Client().Delete(context.Background(), &api.DeleteRequest{Model: "toolie"}); err != nil {
+		t.Fatal(err)
+	}
+	r := admin.Post("/admin/models/unload", url.Values{"name": {"toolie:latest"}})
+	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "no longer on the model server") {
+		t.Fatalf("unload of a deleted model = %d: %s", r.StatusCode, section(r.Body, "error"))
+	}
+}
+
 // The loaded models (/api/ps) are listed with their memory, and Unload
 // takes one out.
 func TestUnloadTakesAModelOutOfMemory(t *testing.T) {
