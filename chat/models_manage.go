@@ -76,7 +76,7 @@ func (p *Pulls) Delete(ctx context.Context, admin int64, model, server string) e
 	if err != nil {
 		return err
 	}
-	pulling, err := p.store.RunningModelPull(ctx, admin, model, "*")
+	pulling, err := p.store.RunningModelPull(ctx, admin, taggedName(model), "*")
 	if err != nil {
 		return err
 	}

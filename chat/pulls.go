@@ -103,11 +103,22 @@ func (p *Pulls) Servers() []ModelServer { return p.servers }
 // "llama3.2", "qwen3:8b" or "hf.co/org/model:Q4_K_M".
 var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,299}$`)
 
+// taggedName is name with Ollama's default tag when it has none
+// ("llama3.2" is "llama3.2:latest"), as the servers list it: a pull is
+// recorded under it, so that one model is one running pull whichever way
+// it was typed, and a delete from the list sees it being pulled.
+func taggedName(name string) string {
+	if i := strings.LastIndex(name, "/"); !strings.Contains(name[i+1:], ":") {
+		return name + ":latest"
+	}
+	return name
+}
+
 // Pull starts pulling model onto server ("": every server), for admin,
 // and returns the pulls started. A name that is not a model name, or a
 // model already being pulled onto that server, is refused.
 func (p *Pulls) Pull(ctx context.Context, admin int64, model, server string) ([]db.ModelPull, error) {
-	model = strings.TrimSpace(model)
+	model = taggedName(strings.TrimSpace(model))
 	if !modelName.MatchString(model) {
 		return nil, usererr.New("Type a model name such as llama3.2 or qwen3:8b (letters, digits and . _ : / @ + -, at most 300).")
 	}

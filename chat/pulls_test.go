@@ -21,6 +21,7 @@ import (
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
 	"weft/internal/testwait"
+	"weft/internal/usererr"
 )
 
 // chat.OllamaClient.Pull reads /api/pull like the official client: the
@@ -180,5 +181,27 @@ func TestAHostileModelServersProgressIsCleanedAndBounded(t *testing.T) {
 	}
 	if p.Total <= 0 || p.Completed < 0 || p.Completed > p.Total || p.Total > 1<<60 {
 		t.Errorf("row says %d of %d bytes", p.Completed, p.Total)
+	}
+}
+
+// "llama3.2" is "llama3.2:latest": one model is one running pull however
+// it is typed, and deleting it from the list (which names it with its
+// tag) is refused while it is being pulled.
+func TestAModelTypedWithOrWithoutItsTagIsOnePull(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, chat.Config{}, fakeollama.WithRegistry(fakeollama.PullModel{Model: fakeollama.Model{Name: "many"}}))
+	e.fake.HoldPulls(1)
+	defer e.fake.ReleasePulls()
+	pulls, err := e.rt.Pulls().Pull(context.Background(), e.user.ID, "many", "")
+	if err != nil || len(pulls) != 1 {
+		t.Fatalf("pull: %+v %v", pulls, err)
+	}
+	again, err := e.rt.Pulls().Pull(context.Background(), e.user.ID, "Many:latest", "")
+	if msg, _ := usererr.Message(err); len(again) != 0 || !strings.Contains(msg, "already being pulled") {
+		t.Fatalf("the same model again: %+v %v", again, err)
+	}
+	err = e.rt.Pulls().Delete(context.Background(), e.user.ID, "many:latest", "")
+	if msg, _ := usererr.Message(err); !strings.Contains(msg, "cancel the pull first") {
+		t.Fatalf("delete while pulling: %v", err)
 	}
 }

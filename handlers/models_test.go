@@ -36,7 +36,7 @@ func startPull(t *testing.T, c *testenv.Client, store *db.DB, admin int64, model
 		t.Fatalf("pull %s = %d %q: %.500s", model, r.StatusCode, r.Header.Get("Location"), r.Body)
 	}
 	pulls, err := store.ModelPulls(context.Background(), admin, 10)
-	if err != nil || len(pulls) == 0 || pulls[0].Model != model {
+	if err != nil || len(pulls) == 0 || (pulls[0].Model != model && pulls[0].Model != model+":latest") {
 		t.Fatalf("pulls = %+v, %v", pulls, err)
 	}
 	return pulls[0]
