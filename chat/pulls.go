@@ -27,7 +27,8 @@ import (
 // that started it: the stream of /api/pull is read by OllamaClient.Pull,
 // its lines folded into the pull's progress in memory, and the progress
 // written at most every FlushEvery (1 s), each write notifying every
-// instance (db.NotePull), whose followers read the row again. Cancel,
+// instance (db.NotePull; its end db.NotePullEnd), whose followers read the
+// row again. Cancel,
 // from any instance, sets the row's flag and notifies (db.NotePullStop):
 // the instance running the pull cancels its request at once (or at its
 // next write, which reads the flag, when the note was lost). A pull whose
@@ -226,11 +227,14 @@ func (p *Pulls) wake(id int64, all bool) {
 
 // note takes a note about a pull (on the listener's goroutine).
 func (p *Pulls) note(n db.Note) {
-	if n.Kind == db.NotePullStop {
+	switch n.Kind {
+	case db.NotePullStop:
 		p.stopLive(n.ID, errPullCancelled)
-	} else {
+	case db.NotePullEnd:
 		// The pull may have ended on another instance: its model is read
 		// again by the next page instead of after the catalogue's 30 s.
+		// (Not on every progress write: the catalogue would be read from
+		// the servers every second for as long as a pull runs.)
 		p.models.Invalidate()
 	}
 	p.wake(n.ID, false)

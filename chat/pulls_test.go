@@ -113,13 +113,22 @@ func TestAPullWritesItsProgressAtMostOnceAFlushNotPerLine(t *testing.T) {
 	}
 }
 
-// rawPullEnv is a runtime whose one model server answers /api/pull with
-// lines of pull (a hostile or broken server), and its administrator.
-func rawPullEnv(t *testing.T, pull http.HandlerFunc) (*chat.Runtime, *db.DB, db.User) {
+// rawEnv is a runtime whose one model server answers /api/pull with a
+// handler of the test's (a hostile, broken or endless server), and its
+// administrator.
+type rawEnv struct {
+	rt    *chat.Runtime
+	store *db.DB
+	admin db.User
+	tags  atomic.Int64 // /api/tags requests
+}
+
+func newRawEnv(t *testing.T, flushEvery time.Duration, pull http.HandlerFunc) *rawEnv {
 	t.Helper()
-	store := testenv.NewDB(t)
+	e := &rawEnv{store: testenv.NewDB(t)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/tags", func(w http.ResponseWriter, _ *http.Request) {
+		e.tags.Add(1)
 		_, _ = w.Write([]byte(`{"models":[]}`))
 	})
 	mux.HandleFunc("POST /api/pull", pull)
@@ -127,21 +136,21 @@ func rawPullEnv(t *testing.T, pull http.HandlerFunc) (*chat.Runtime, *db.DB, db.
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
 	client := chat.NewOllamaClient(u)
-	rt := chat.New(store, client, chat.NewModels(client, srv.URL, "", 0),
-		chat.Config{Instance: t.Name(), FlushEvery: 100 * time.Millisecond})
-	if err := rt.Start(context.Background()); err != nil {
+	e.rt = chat.New(e.store, client, chat.NewModels(client, srv.URL, "", 0),
+		chat.Config{Instance: t.Name(), FlushEvery: flushEvery})
+	if err := e.rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		rt.Shutdown(ctx)
+		e.rt.Shutdown(ctx)
 	})
-	admin, _, err := store.CreateUser(context.Background(), "admin@example.com", "", "x")
-	if err != nil || !admin.IsAdmin() {
-		t.Fatalf("admin: %+v %v", admin, err)
+	var err error
+	if e.admin, _, err = e.store.CreateUser(context.Background(), "admin@example.com", "", "x"); err != nil || !e.admin.IsAdmin() {
+		t.Fatalf("admin: %+v %v", e.admin, err)
 	}
-	return rt, store, admin
+	return e
 }
 
 // What a model server's progress lines say is untrusted: a status with a
@@ -153,7 +162,7 @@ func rawPullEnv(t *testing.T, pull http.HandlerFunc) (*chat.Runtime, *db.DB, db.
 // clean text and sizes that add up.
 func TestAHostileModelServersProgressIsCleanedAndBounded(t *testing.T) {
 	t.Parallel()
-	rt, store, admin := rawPullEnv(t, func(w http.ResponseWriter, _ *http.Request) {
+	e := newRawEnv(t, 100*time.Millisecond, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		enc := json.NewEncoder(w)
 		_ = enc.Encode(api.ProgressResponse{Status: "pulling \x00 <script>alert(1)</script> " + strings.Repeat("x", 10_000)})
@@ -164,13 +173,13 @@ func TestAHostileModelServersProgressIsCleanedAndBounded(t *testing.T) {
 		_ = enc.Encode(api.ProgressResponse{Status: "pulling b", Digest: "sha256:b\x00", Total: -7, Completed: -3})
 		_ = enc.Encode(api.ProgressResponse{Status: "success"})
 	})
-	pulls, err := rt.Pulls().Pull(context.Background(), admin.ID, "hostile", "")
+	pulls, err := e.rt.Pulls().Pull(context.Background(), e.admin.ID, "hostile", "")
 	if err != nil || len(pulls) != 1 {
 		t.Fatalf("pull: %v %v", pulls, err)
 	}
 	var p db.ModelPull
 	testwait.For(t, "the pull to end", 20*time.Second, func() bool {
-		p, err = store.ModelPull(context.Background(), admin.ID, pulls[0].ID)
+		p, err = e.store.ModelPull(context.Background(), e.admin.ID, pulls[0].ID)
 		return err == nil && !p.Running()
 	})
 	if p.Status != db.PullCompleted || p.Error != "" {
@@ -203,5 +212,40 @@ func TestAModelTypedWithOrWithoutItsTagIsOnePull(t *testing.T) {
 	err = e.rt.Pulls().Delete(context.Background(), e.user.ID, "many:latest", "")
 	if msg, _ := usererr.Message(err); !strings.Contains(msg, "cancel the pull first") {
 		t.Fatalf("delete while pulling: %v", err)
+	}
+}
+
+// A running pull's progress writes do not make the model catalogue read
+// the servers again (only its end does): with the cache cleared on every
+// write, every page would ask /api/tags once a second for as long as a
+// pull of many gigabytes runs.
+func TestAPullsProgressLeavesTheCatalogueCached(t *testing.T) {
+	t.Parallel()
+	e := newRawEnv(t, 50*time.Millisecond, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		_, _ = w.Write([]byte(`{"status":"pulling manifest"}` + "\n"))
+		_ = http.NewResponseController(w).Flush()
+		<-r.Context().Done() // a long download
+	})
+	if _, err := e.rt.Models().List(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pulls, err := e.rt.Pulls().Pull(context.Background(), e.admin.ID, "big", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ten progress writes, the catalogue read after each.
+	var last time.Time
+	saves := 0
+	testwait.For(t, "ten progress writes", 20*time.Second, func() bool {
+		p, err := e.store.ModelPull(context.Background(), e.admin.ID, pulls[0].ID)
+		if err == nil && p.UpdatedAt != last {
+			last, saves = p.UpdatedAt, saves+1
+			_, _ = e.rt.Models().List(context.Background())
+		}
+		return saves >= 10
+	})
+	if n := e.tags.Load(); n > 2 {
+		t.Fatalf("/api/tags was read %d times during ten progress writes", n)
 	}
 }

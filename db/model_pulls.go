@@ -24,7 +24,8 @@ const (
 
 // Notes on RunChannel about pulls (the id is the pull's).
 const (
-	NotePull     = 'm' // pull: its row changed (progress saved, ended)
+	NotePull     = 'm' // pull: its progress was saved
+	NotePullEnd  = 'n' // pull: it ended (the model may have arrived)
 	NotePullStop = 'x' // pull: Cancel was asked for
 )
 
@@ -156,7 +157,7 @@ func (d *DB) FinishModelPull(ctx context.Context, id int64, status string, pr Pu
 		WHERE id = $1 AND status = 'running'`,
 		id, status, pr.StatusText, pr.Digest, pr.Layers, pr.Completed, pr.Total, pr.BytesPerSec, errText)
 	if err == nil {
-		d.notifyAfter(ctx, NotePull, []int64{id})
+		d.notifyAfter(ctx, NotePullEnd, []int64{id})
 	}
 	return err
 }
@@ -175,7 +176,7 @@ func (d *DB) InterruptOrphanedPulls(ctx context.Context, self string, staleAfter
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err == nil {
-		d.notifyAfter(ctx, NotePull, ids)
+		d.notifyAfter(ctx, NotePullEnd, ids)
 	}
 	return ids, err
 }
