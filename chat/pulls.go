@@ -44,6 +44,7 @@ type PullStore interface {
 	SaveModelPull(ctx context.Context, id int64, pr db.PullProgress) (bool, error)
 	FinishModelPull(ctx context.Context, id int64, status string, pr db.PullProgress, errText string) error
 	InterruptOrphanedPulls(ctx context.Context, self string, staleAfter time.Duration) ([]int64, error)
+	InterruptStalledPulls(ctx context.Context, instance string, live []int64, staleAfter time.Duration) ([]int64, error)
 }
 
 // Pulls manages the models of the model servers.
@@ -261,6 +262,23 @@ func (p *Pulls) recover(ctx context.Context, self string, staleAfter time.Durati
 		slog.Warn("interrupt orphaned model pulls", "err", err)
 	} else if len(ids) > 0 {
 		slog.Info("model pulls interrupted by a stopped instance", "count", len(ids))
+	}
+}
+
+// settleStalled marks interrupted the pulls this instance ran whose end
+// could not be written (housekeeping): their rows would say running
+// forever.
+func (p *Pulls) settleStalled(ctx context.Context, staleAfter time.Duration) {
+	p.mu.Lock()
+	live := make([]int64, 0, len(p.live))
+	for id := range p.live {
+		live = append(live, id)
+	}
+	p.mu.Unlock()
+	if ids, err := p.store.InterruptStalledPulls(ctx, p.instance, live, staleAfter); err != nil {
+		slog.Warn("interrupt stalled model pulls", "err", err)
+	} else if len(ids) > 0 {
+		slog.Info("model pulls whose end was not saved interrupted", "count", len(ids))
 	}
 }
 

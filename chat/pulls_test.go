@@ -3,6 +3,7 @@ package chat_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -247,5 +248,45 @@ func TestAPullsProgressLeavesTheCatalogueCached(t *testing.T) {
 	})
 	if n := e.tags.Load(); n > 2 {
 		t.Fatalf("/api/tags was read %d times during ten progress writes", n)
+	}
+}
+
+// finishFailingStore loses the first write of a pull's end, as when the
+// database does not answer at that moment.
+type finishFailingStore struct {
+	*db.DB
+	failed atomic.Bool
+}
+
+func (s *finishFailingStore) FinishModelPull(ctx context.Context, id int64, status string, pr db.PullProgress, errText string) error {
+	if !s.failed.Swap(true) {
+		return errors.New("database unreachable")
+	}
+	return s.DB.FinishModelPull(ctx, id, status, pr, errText)
+}
+
+// A pull whose end could not be written does not say "running" for ever
+// (refusing that model's next pull and its deletion until a restart): the
+// housekeeping of its instance marks it interrupted, and it can be pulled
+// again.
+func TestAPullWhoseEndWasNotSavedIsInterruptedAndCanBePulledAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnvWrapped(t, chat.Config{HeartbeatEvery: 50 * time.Millisecond, StaleAfter: 500 * time.Millisecond},
+		func(d *db.DB) chat.Store { return &finishFailingStore{DB: d} },
+		fakeollama.WithRegistry(fakeollama.PullModel{Model: fakeollama.Model{Name: "many"}}))
+	pulls, err := e.rt.Pulls().Pull(context.Background(), e.user.ID, "many", "")
+	if err != nil || len(pulls) != 1 {
+		t.Fatalf("pull: %v %v", pulls, err)
+	}
+	var p db.ModelPull
+	testwait.For(t, "the pull to be settled", 20*time.Second, func() bool {
+		p, err = e.store.ModelPull(context.Background(), e.user.ID, pulls[0].ID)
+		return err == nil && !p.Running()
+	})
+	if p.Status != db.PullInterrupted || !strings.Contains(p.Error, "could not be saved") {
+		t.Fatalf("pull = %s %q", p.Status, p.Error)
+	}
+	if again, err := e.rt.Pulls().Pull(context.Background(), e.user.ID, "many", ""); err != nil || len(again) != 1 {
+		t.Fatalf("pull again: %v %v", again, err)
 	}
 }

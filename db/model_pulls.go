@@ -180,3 +180,24 @@ func (d *DB) InterruptOrphanedPulls(ctx context.Context, self string, staleAfter
 	}
 	return ids, err
 }
+
+// InterruptStalledPulls marks interrupted the running pulls of instance
+// that it no longer runs (their ids are not in live) and that were not
+// written for staleAfter: their end could not be saved (the database did
+// not answer then). Left running, they would refuse that model's next
+// pull and its deletion until a restart. It returns their ids.
+func (d *DB) InterruptStalledPulls(ctx context.Context, instance string, live []int64, staleAfter time.Duration) ([]int64, error) {
+	rows, err := d.q().Query(ctx, `UPDATE model_pulls SET status = 'interrupted', finished_at = now(), updated_at = now(),
+			error = 'The end of this pull could not be saved. If the model is not in the list, pull it again: what was downloaded is kept.'
+		WHERE status = 'running' AND instance_id = $1 AND NOT (id = ANY($2::bigint[]))
+			AND updated_at < now() - make_interval(secs => $3)
+		RETURNING id`, instance, live, staleAfter.Seconds())
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err == nil {
+		d.notifyAfter(ctx, NotePullEnd, ids)
+	}
+	return ids, err
+}
