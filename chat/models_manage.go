@@ -59,6 +59,10 @@ func (p *Pulls) targets(server string) ([]ModelServer, error) {
 	return nil, usererr.New("There is no model server of that name.")
 }
 
+// errNotAModel refuses a name no model has, before any server is asked
+// (Ollama's 400 would read as a server that did not answer).
+var errNotAModel = usererr.New("That is not a model name: open Delete… or Unload on the model's row.")
+
 func onServer(name string) string {
 	if name == "" {
 		return ""
@@ -72,6 +76,9 @@ func onServer(name string) string {
 // in memory (for good with OLLAMA_KEEP_ALIVE=-1), where no unload can
 // reach it any more — that answers 404 once the model is gone.
 func (p *Pulls) Delete(ctx context.Context, admin int64, model, server string) error {
+	if !modelName.MatchString(model) {
+		return errNotAModel
+	}
 	targets, err := p.targets(server)
 	if err != nil {
 		return err
@@ -159,6 +166,9 @@ func (p *Pulls) Loaded(ctx context.Context) (out []Loaded, down []string) {
 
 // Unload takes model out of server's memory ("": every server's).
 func (p *Pulls) Unload(ctx context.Context, model, server string) error {
+	if !modelName.MatchString(model) {
+		return errNotAModel
+	}
 	targets, err := p.targets(server)
 	if err != nil {
 		return err

@@ -295,6 +295,13 @@ func TestDeletingAModelAsksFirstThenRemovesIt(t *testing.T) {
 	if strings.Contains(page, `data-model="toolie:latest"`) || !strings.Contains(page, "Deleted toolie:latest.") {
 		t.Fatalf("after delete:\n%s", section(page, "model-list"))
 	}
+	// A name that is no model name is refused before the server is asked.
+	for _, path := range []string{"/admin/models/delete", "/admin/models/unload"} {
+		r := admin.Post(path, url.Values{"name": {"../../x y\nz"}, "confirm": {"yes"}})
+		if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "not a model name") {
+			t.Fatalf("%s of a bad name = %d: %s", path, r.StatusCode, section(r.Body, `class="error"`))
+		}
+	}
 	// Being pulled: refused, the pull would bring it back.
 	fake.HoldPulls(1)
 	startPull(t, admin, store, adminID(t, store, "admin@example.com"), "qwen3:8b")
