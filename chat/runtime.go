@@ -230,6 +230,7 @@ func (rt *Runtime) housekeeping() {
 		}
 		if rt.pulls != nil {
 			rt.pulls.recover(ctx, "", rt.cfg.StaleAfter)
+			rt.pulls.settleStalled(ctx, rt.cfg.StaleAfter)
 		}
 		rt.adoptWaiting(ctx, false)
 		rt.kickQueued(ctx, 0)
