@@ -372,7 +372,7 @@ func TestASearchServiceFailureIsAVisibleErrorOnTheAnswer(t *testing.T) {
 		{"an error status", func(w http.ResponseWriter) bool { http.Error(w, "oops", http.StatusBadGateway); return true },
 			"Web search failed: the search service answered 502 Bad Gateway."},
 		{"not JSON", func(w http.ResponseWriter) bool { fmt.Fprint(w, "<html>hello</html>"); return true },
-			"Web search failed: the search service&#39;s answer is not SearXNG&#39;s JSON."},
+			"Web search failed: the search service&#39;s answer is not SearXNG&#39;s JSON (is json listed under search.formats"},
 		{"too large", func(w http.ResponseWriter) bool { fmt.Fprintf(w, `{"results":[{"url":"%s"}]}`, huge); return true },
 			"Web search failed: the search service&#39;s answer is larger than 2 MB."},
 	} {

@@ -99,7 +99,7 @@ func (x *SearXNG) Search(ctx context.Context, query string, n int) ([]SearchResu
 	}
 	var rep searxngReply
 	if err := json.Unmarshal(body, &rep); err != nil {
-		return nil, usererr.Wrap(fmt.Errorf("%w: %w", errSearchFailed, err), "the search service's answer is not SearXNG's JSON")
+		return nil, usererr.Wrap(fmt.Errorf("%w: %w", errSearchFailed, err), "the search service's answer is not SearXNG's JSON (is json listed under search.formats in its settings.yml?)")
 	}
 	out := make([]SearchResult, 0, min(len(rep.Results), n))
 	for _, r := range rep.Results[:min(len(rep.Results), maxSearchDecoded)] {
