@@ -505,3 +505,38 @@ func TestTheAgentSearchesTheWebAndListsThePagesAsSources(t *testing.T) {
 		}
 	}
 }
+
+// A thread with a knowledge base and the web both on gets both kinds of
+// sources in one numbered list: the knowledge base's first, then the
+// pages'.
+func TestAKnowledgeBaseAndTheWebTogetherShareOneNumberedList(t *testing.T) {
+	t.Parallel()
+	site := newCountingSite(t)
+	site.set("/ferry", webPage("Ferries", "Ferries cross the Tagus to Cacilhas every twenty minutes."))
+	search := newFakeSearXNG(t)
+	search.set(result(site.URL+"/ferry", "Ferries", "Ferries cross…"))
+	e := newWebSearchEnv(t, testenv.Options{}, site.Server)
+	e.configure(search.URL, 3)
+	r := e.c.Post("/kb", url.Values{"name": {"Travel"}, "embed_model": {"embedder"}})
+	var kbID int64
+	fmt.Sscanf(r.Header.Get("Location"), "/kb/%d", &kbID)
+	upload(t, e.c, kbID, map[string]string{"lisbon.md": tramGuide})
+	if docs := waitDocs(t, e.app.Store, e.user.ID, kbID); len(docs) != 1 || docs[0].Status != db.DocReady {
+		t.Fatalf("documents %+v", docs)
+	}
+	const q = "Which tram goes through Alfama, and how do ferries cross the Tagus?"
+	thread := e.ask(q, url.Values{"kb_present": {"1"}, "kb": {fmt.Sprint(kbID)}})
+	run, m := e.finished(thread)
+	if run.Kind != db.RouteRAG || run.Status != db.RunCompleted {
+		t.Fatalf("run %s %s %q", run.Kind, run.Status, run.Error)
+	}
+	sys := trRequestFor(t, e.app.Fake, q).Messages[0].Content
+	if !strings.Contains(sys, "knowledge base(s) “Travel” and from pages found by a web search") || !strings.Contains(sys, "[1] lisbon.md") {
+		t.Errorf("the system message:\n%s", sys)
+	}
+	ss := m.Metadata.Sources
+	last := ss[len(ss)-1]
+	if len(ss) < 2 || ss[0].URL != "" || last.URL != site.URL+"/ferry" || last.N != len(ss) || !strings.Contains(sys, fmt.Sprintf("[%d] Ferries <%s/ferry>", last.N, site.URL)) {
+		t.Errorf("sources = %+v", ss)
+	}
+}
