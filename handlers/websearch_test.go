@@ -29,7 +29,7 @@ type fakeSearXNG struct {
 	mu      sync.Mutex
 	queries []string
 	results []map[string]any
-	reply   func(w http.ResponseWriter) bool // answers instead, when it returns true
+	reply   func(w http.ResponseWriter, r *http.Request) bool // answers instead, when it returns true
 }
 
 func newFakeSearXNG(t *testing.T) *fakeSearXNG {
@@ -44,7 +44,7 @@ func newFakeSearXNG(t *testing.T) *fakeSearXNG {
 		f.queries = append(f.queries, r.URL.Query().Get("q"))
 		reply, results := f.reply, f.results
 		f.mu.Unlock()
-		if reply != nil && reply(w) {
+		if reply != nil && reply(w, r) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -361,20 +361,22 @@ func TestAResultOnAPrivateAddressIsNotFetchedByARunningServer(t *testing.T) {
 func TestASearchServiceFailureIsAVisibleErrorOnTheAnswer(t *testing.T) {
 	t.Parallel()
 	search := newFakeSearXNG(t)
-	e := newWebSearchEnv(t, testenv.Options{})
+	e := newWebSearchEnv(t, testenv.Options{RAG: rag.Config{SearchTimeout: time.Second}})
 	e.configure(search.URL, 0)
 	huge := strings.Repeat("x", 3<<20)
 	for _, c := range []struct {
 		name  string
-		reply func(w http.ResponseWriter) bool
+		reply func(w http.ResponseWriter, r *http.Request) bool
 		want  string
 	}{
-		{"an error status", func(w http.ResponseWriter) bool { http.Error(w, "oops", http.StatusBadGateway); return true },
+		{"an error status", func(w http.ResponseWriter, r *http.Request) bool { http.Error(w, "oops", http.StatusBadGateway); return true },
 			"Web search failed: the search service answered 502 Bad Gateway."},
-		{"not JSON", func(w http.ResponseWriter) bool { fmt.Fprint(w, "<html>hello</html>"); return true },
+		{"not JSON", func(w http.ResponseWriter, r *http.Request) bool { fmt.Fprint(w, "<html>hello</html>"); return true },
 			"Web search failed: the search service&#39;s answer is not SearXNG&#39;s JSON (is json listed under search.formats"},
-		{"too large", func(w http.ResponseWriter) bool { fmt.Fprintf(w, `{"results":[{"url":"%s"}]}`, huge); return true },
+		{"too large", func(w http.ResponseWriter, r *http.Request) bool { fmt.Fprintf(w, `{"results":[{"url":"%s"}]}`, huge); return true },
 			"Web search failed: the search service&#39;s answer is larger than 2 MB."},
+		{"a timeout", func(w http.ResponseWriter, r *http.Request) bool { <-r.Context().Done(); return true },
+			"Web search failed: the search service did not answer within 1 s."},
 	} {
 		search.mu.Lock()
 		search.reply = c.reply
