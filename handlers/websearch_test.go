@@ -369,11 +369,17 @@ func TestASearchServiceFailureIsAVisibleErrorOnTheAnswer(t *testing.T) {
 		reply func(w http.ResponseWriter, r *http.Request) bool
 		want  string
 	}{
-		{"an error status", func(w http.ResponseWriter, r *http.Request) bool { http.Error(w, "oops", http.StatusBadGateway); return true },
+		{"an error status", func(w http.ResponseWriter, r *http.Request) bool {
+			http.Error(w, "oops", http.StatusBadGateway)
+			return true
+		},
 			"Web search failed: the search service answered 502 Bad Gateway."},
 		{"not JSON", func(w http.ResponseWriter, r *http.Request) bool { fmt.Fprint(w, "<html>hello</html>"); return true },
 			"Web search failed: the search service&#39;s answer is not SearXNG&#39;s JSON (is json listed under search.formats"},
-		{"too large", func(w http.ResponseWriter, r *http.Request) bool { fmt.Fprintf(w, `{"results":[{"url":"%s"}]}`, huge); return true },
+		{"too large", func(w http.ResponseWriter, r *http.Request) bool {
+			fmt.Fprintf(w, `{"results":[{"url":"%s"}]}`, huge)
+			return true
+		},
 			"Web search failed: the search service&#39;s answer is larger than 2 MB."},
 		{"a timeout", func(w http.ResponseWriter, r *http.Request) bool { <-r.Context().Done(); return true },
 			"Web search failed: the search service did not answer within 1 s."},
