@@ -55,6 +55,7 @@ type config struct {
 	subRounds, subSeconds, subConcurrency int
 	userBytes                             int64
 	kbWebOff                              bool
+	search                                rag.WebSearchSettings // WEFT_SEARCH_URL, WEFT_SEARCH_KIND
 	shell                                 sandbox.Config
 	s3                                    *media.S3Config // nil: blobs under WEFT_DATA_DIR/blobs
 	mcp                                   mcp.Config      // WEFT_MCP_CONFIG
@@ -158,6 +159,9 @@ func loadConfig() (config, error) {
 		c.kbWebOff = true
 	default:
 		return c, fmt.Errorf("WEFT_KB_WEB must be on or off (knowledge bases may add pages from the web), got %q", v)
+	}
+	if c.search, err = searchConfig(); err != nil {
+		return c, err
 	}
 	if c.shell, err = shellConfig(); err != nil {
 		return c, err
@@ -301,7 +305,7 @@ func appConfig(cfg config) app.Config {
 		DataDir:      cfg.dataDir,
 		Chat:         chat.Config{Instance: cfg.instance, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt},
 		MCP:          cfg.mcp,
-		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes, WebOff: cfg.kbWebOff},
+		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes, WebOff: cfg.kbWebOff, Search: cfg.search},
 		Shell:        &cfg.shell,
 		Agent: agent.Config{Hooks: cfg.hooks, SubagentRounds: cfg.subRounds, SubagentTime: time.Duration(cfg.subSeconds) * time.Second,
 			SubagentConcurrency: cfg.subConcurrency},
@@ -322,4 +326,23 @@ func appConfig(cfg config) app.Config {
 			OIDC:              cfg.oidc,
 		},
 	}
+}
+
+// searchConfig reads the search service used until an administrator saves
+// one on /admin: WEFT_SEARCH_URL (a SearXNG instance's base URL) and
+// WEFT_SEARCH_KIND (searxng, the default).
+func searchConfig() (rag.WebSearchSettings, error) {
+	w := rag.WebSearchSettings{Kind: os.Getenv("WEFT_SEARCH_KIND"), URL: strings.TrimRight(strings.TrimSpace(os.Getenv("WEFT_SEARCH_URL")), "/")}
+	if w.Kind == "" {
+		w.Kind = rag.SearchSearXNG
+	}
+	if w.Kind != rag.SearchSearXNG {
+		return w, fmt.Errorf("WEFT_SEARCH_KIND must be searxng, got %q", w.Kind)
+	}
+	if w.URL != "" {
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return w, fmt.Errorf("WEFT_SEARCH_URL must be an http or https URL (a SearXNG instance), got %q", w.URL)
+		}
+	}
+	return w, nil
 }

@@ -16,6 +16,7 @@ type Thread struct {
 	Model          string    `db:"model"`
 	RoleID         *int64    `db:"role_id"`
 	AgentEnabled   bool      `db:"agent_enabled"`
+	WebSearch      bool      `db:"web_search"` // the composer's "Search the web" (issue 19)
 	TTSEnabled     bool      `db:"tts_enabled"`
 	ImageEnabled   bool      `db:"image_enabled"`
 	ContextSummary string    `db:"context_summary"`
@@ -31,7 +32,7 @@ type Thread struct {
 	LastActivityAt time.Time `db:"last_activity_at"`
 }
 
-const threadCols = `id, workspace_id, owner_id, title, model, role_id, agent_enabled, tts_enabled, image_enabled,
+const threadCols = `id, workspace_id, owner_id, title, model, role_id, agent_enabled, web_search, tts_enabled, image_enabled,
 	context_summary, notes, pinned, archived, active_leaf_id, title_state, num_ctx, compaction, created_at, updated_at, last_activity_at`
 
 // ThreadSummary is what the sidebar shows of a thread.

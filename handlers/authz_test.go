@@ -341,6 +341,7 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"GET", "/admin", "/admin", nil, nil, want{200, 403, login}},
 		{"POST", "/admin/signup", "/admin/signup", url.Values{"mode": {"open"}}, nil, want{303, 403, login}},
 		{"POST", "/admin/system-prompt", "/admin/system-prompt", url.Values{"system_prompt": {"Be kind."}}, nil, want{303, 403, login}},
+		{"POST", "/admin/web-search", "/admin/web-search", url.Values{"kind": {"searxng"}, "url": {""}, "results": {"5"}, "pages": {"3"}}, nil, want{303, 403, login}},
 		{"POST", "/reload-mcp", "/reload-mcp", nil, nil, want{400, 403, login}}, // no MCP servers configured here
 		{"GET", "/t/{id}/context", "/t/" + T + "/context", nil, nil, want{200, 404, login}},
 		{"POST", "/t/{id}/settings", "/t/" + T + "/settings", url.Values{"role": {RL}, "notes": {"n"}, "compaction": {"on"}}, nil, want{303, 404, login}},

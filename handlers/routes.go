@@ -171,7 +171,7 @@ type endpoints struct {
 // and the shell fills every composer with the other.
 func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb *rag.Service, ag *agent.Agent, med *media.Service) *endpoints {
 	models := rt.Models()
-	tools := &agentTools{store: store, ag: ag, models: models}
+	tools := &agentTools{store: store, ag: ag, models: models, web: kb}
 	shell := &shell{store: store, sessions: sh.sessions, models: models, agent: tools}
 	home := &home{shell: shell, store: store, media: med}
 	kh := &kbs{store: store, rag: kb, models: models, shell: shell, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}
@@ -197,7 +197,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		agent:      &agentPages{agentTools: tools, shell: shell, rt: rt},
 		hooks:      &hookPages{store: store, ag: ag, shell: shell},
 		media:      mp,
-		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers, mcp: cfg.MCP},
+		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers, mcp: cfg.MCP, web: kb},
 		goals:      &goalPanel{store: store, rt: rt},
 		shares:     &sharePages{store: store, shell: shell, publicURL: cfg.PublicURL, now: cfg.Now},
 		shareRead:  &sharedPages{store: store, files: mp, now: cfg.Now},
@@ -401,6 +401,7 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.With(requireAdmin).Get("/admin", ad.show)
 	r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
 	r.With(requireAdmin).Post("/admin/system-prompt", ad.setSystemPrompt)
+	r.With(requireAdmin).Post("/admin/web-search", ad.setWebSearch)
 	r.With(requireAdmin).Post("/reload-mcp", ad.reloadMCP)
 	e.userAdminRoutes(r)
 

@@ -135,6 +135,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	// each workspace's own, in its .weft/skills, replace them by name.
 	ag.AddProvider(agent.NewSkills(filepath.Join(cfg.Agent.DataDir, "skills"), store))
 	ag.AddProvider(agent.NewMemory(store)) // remember, forget (issue 17)
+	ag.AddProvider(agent.NewWebSearch(kb)) // web_search (issue 19)
 	if cfg.Shell != nil {
 		sb := sandbox.New(*cfg.Shell)
 		if u := sb.Unavailable(); u != "" {
@@ -150,7 +151,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 		ag.AddProvider(mc)
 		cfg.HTTP.MCP = mc
 	}
-	cfg.Chat.OllamaHost, cfg.Chat.Retriever, cfg.Chat.Agent = host, kb, ag
+	cfg.Chat.OllamaHost, cfg.Chat.Retriever, cfg.Chat.Agent, cfg.Chat.WebSearch = host, kb, ag, kb
 	cfg.Chat.Blobs, cfg.Chat.Answered, cfg.Chat.Files = ms.Blobs, ms.Answered, ms
 	mx := &memoryExtractor{store: store, queue: queue}
 	if err := mx.register(); err != nil {
