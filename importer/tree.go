@@ -3,6 +3,7 @@ package importer
 import (
 	"cmp"
 	"encoding/json"
+	"math"
 	"fmt"
 	"slices"
 	"strings"
@@ -138,8 +139,7 @@ func epoch(v float64) time.Time {
 	if v > 1e11 { // after the year 5000
 		return time.Time{}
 	}
-	sec := int64(v)
-	return time.Unix(sec, int64((v-float64(sec))*1e9)).UTC()
+	return time.UnixMicro(int64(math.Round(v * 1e6))).UTC()
 }
 
 // finish turns the mapped nodes into a Conversation, or a skip.
