@@ -31,7 +31,9 @@ type BrokenError struct{ Reason string }
 
 func (e *BrokenError) Error() string { return e.Reason }
 
-func broken(format string, args ...any) error { return &BrokenError{Reason: fmt.Sprintf(format, args...)} }
+func broken(format string, args ...any) error {
+	return &BrokenError{Reason: fmt.Sprintf(format, args...)}
+}
 
 // NewScanner reads r under lim (WithDefaults applied).
 func NewScanner(r io.Reader, lim Limits) *Scanner {

@@ -3,8 +3,8 @@ package importer
 import (
 	"cmp"
 	"encoding/json"
-	"math"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
