@@ -61,7 +61,7 @@ func ParseChatGPT(raw []byte, lim Limits) (Conversation, error) {
 	lim = lim.WithDefaults()
 	var g gptConversation
 	if err := json.Unmarshal(raw, &g); err != nil {
-		return Conversation{}, skip(shapeError("ChatGPT", err))
+		return Conversation{}, skip(shapeError("a ChatGPT", err))
 	}
 	if g.Mapping == nil {
 		return Conversation{}, skip("it has no messages (no \"mapping\")")
@@ -233,9 +233,9 @@ func shapeError(format string, err error) string {
 	var syn *json.SyntaxError
 	switch {
 	case asErr(err, &typ):
-		return fmt.Sprintf("it is not shaped like a %s conversation (%s has the wrong type)", format, safeField(typ.Field))
+		return fmt.Sprintf("it is not shaped like %s conversation (%s has the wrong type)", format, safeField(typ.Field))
 	case asErr(err, &syn):
 		return "it is not valid JSON"
 	}
-	return fmt.Sprintf("it is not shaped like a %s conversation", format)
+	return fmt.Sprintf("it is not shaped like %s conversation", format)
 }

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"weft/db"
 )
@@ -39,6 +40,9 @@ type Limits struct {
 	MaxDepth             int   // JSON nesting inside one conversation, default 64
 	MaxMessageRunes      int   // one message's text, default 1,000,000 (longer is cut, with a note)
 	MaxTitleRunes        int   // a title, default 200 (longer is cut)
+	// AttemptTime is how long one attempt of the job imports before it
+	// hands over to the next (default 2 min; tests make it short).
+	AttemptTime time.Duration
 }
 
 // DefaultMaxBytes is the default cap of an uploaded export.

@@ -217,7 +217,7 @@ func TestOpenWebUIExportsKeepBranchesErrorsAndTheCurrentMessage(t *testing.T) {
 	}
 
 	var se *SkipError
-	if !errors.As(errs[2], &se) || !strings.Contains(se.Reason, "not shaped like a Open WebUI conversation") {
+	if !errors.As(errs[2], &se) || !strings.Contains(se.Reason, "not shaped like an Open WebUI conversation") {
 		t.Errorf("the broken chat: %v", errs[2])
 	}
 }

@@ -44,8 +44,6 @@ type Service struct {
 	store *db.DB
 	queue *jobs.Queue
 	lim   Limits
-	// Slice, when set, replaces slice (tests make attempts short).
-	Slice time.Duration
 }
 
 // New builds the service and registers its worker on queue.
@@ -156,7 +154,7 @@ func (s *Service) run(ctx context.Context, id int64) error {
 	} else if err := s.store.StartImport(ctx, id, -1); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(cmpOrDur(s.Slice, slice))
+	deadline := time.Now().Add(cmpOrDur(s.lim.AttemptTime, slice))
 	sc := NewScanner(&chunkReader{ctx: ctx, store: s.store, id: id}, s.lim)
 	sc.discard = true
 	for sc.Position() < imp.NextIndex {
@@ -168,9 +166,6 @@ func (s *Service) run(ctx context.Context, id int64) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
-		}
-		if time.Now().After(deadline) {
-			return errSliceOver
 		}
 		raw, err := sc.Next()
 		if err == io.EOF {
@@ -196,6 +191,9 @@ func (s *Service) run(ctx context.Context, id int64) error {
 		case err != nil:
 			return err
 		}
+		if time.Now().After(deadline) {
+			return errSliceOver // after one conversation at least: every attempt moves on
+		}
 	}
 }
 
@@ -210,6 +208,9 @@ func (s *Service) convert(format string, raw []byte, out *db.ImportOutcome) {
 		c, err = ParseOpenWebUI(raw, s.lim)
 	}
 	out.Title = c.Thread.Title
+	if out.Title == "" {
+		out.Title = looseTitle(raw, s.lim)
+	}
 	if out.Title == "" {
 		out.Title = fmt.Sprintf("Conversation %d", out.Position+1)
 	}

@@ -52,7 +52,7 @@ func ParseOpenWebUI(raw []byte, lim Limits) (Conversation, error) {
 	lim = lim.WithDefaults()
 	var e owuiExport
 	if err := json.Unmarshal(raw, &e); err != nil {
-		return Conversation{}, skip(shapeError("Open WebUI", err))
+		return Conversation{}, skip(shapeError("an Open WebUI", err))
 	}
 	h := e.Chat.History
 	msgs := h.Messages

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"weft/internal/usererr"
 )
 
 // Scanner reads an export one conversation at a time: the elements of its
@@ -216,7 +218,7 @@ func (s *Scanner) value(c byte) ([]byte, error) {
 	case tooDeep:
 		return nil, skip(fmt.Sprintf("it is nested more than %d levels deep", s.maxDepth))
 	case tooLarge:
-		return nil, skip(fmt.Sprintf("it is larger than %d MB", s.maxBytes>>20))
+		return nil, skip("it is larger than " + usererr.Size(int64(s.maxBytes)))
 	}
 	return s.buf, nil
 }

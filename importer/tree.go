@@ -153,18 +153,18 @@ func finish(c Conversation, nodes []node, current string, lim Limits) (Conversat
 	}
 	c.MessagesSkipped += len(nodes) - kept
 	if unreached > 0 {
-		c.Notes = append(c.Notes, fmt.Sprintf("%d messages in a loop of parent links left out", unreached))
+		c.Notes = append(c.Notes, plural(unreached, "message", "messages")+" in a loop of parent links left out")
 		c.MessagesSkipped += unreached
 	}
 	if dups > 0 {
-		c.Notes = append(c.Notes, fmt.Sprintf("%d messages with a repeated id left out", dups))
+		c.Notes = append(c.Notes, plural(dups, "message", "messages")+" with a repeated id left out")
 	}
 	if len(msgs) == 0 {
 		return c, skip("it has no messages with text")
 	}
 	c.Thread.Messages, c.Thread.ActiveLeaf = msgs, active
 	if c.PartsSkipped > 0 {
-		c.Notes = append(c.Notes, fmt.Sprintf("%d attachments or other parts left out", c.PartsSkipped))
+		c.Notes = append(c.Notes, plural(c.PartsSkipped, "attachment or other part", "attachments or other parts")+" left out")
 	}
 	return c, nil
 }
@@ -206,4 +206,24 @@ func metadata(model, from string) []byte {
 	}
 	b, _ := json.Marshal(m)
 	return b
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// looseTitle is the title of a conversation that could not be read, when
+// it has one.
+func looseTitle(raw []byte, lim Limits) string {
+	var t struct {
+		Title json.RawMessage `json:"title"`
+	}
+	var s string
+	if json.Unmarshal(raw, &t) != nil || json.Unmarshal(t.Title, &s) != nil || strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return title(s, lim)
 }
