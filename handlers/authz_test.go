@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"weft/db"
-	"weft/internal/testenv"
 	"weft/importer"
+	"weft/internal/testenv"
 	"weft/internal/testwait"
 	"weft/media"
 )
