@@ -183,7 +183,7 @@ func TestAChatGPTExportBecomesThreadsWithTheirBranchesAndAReport(t *testing.T) {
 	want := []string{
 		"user: How long should I steep sencha at 70 °C? [2/2]",
 		"assistant: Steep sencha for 60–90 seconds; a second infusion needs less. [2/2]",
-		"user: *(an image not imported)* Which tea is this?",
+		"user: [image not imported] Which tea is this?",
 		"assistant: That looks like gyokuro 🍵.",
 	}
 	if got := visible(page.Body); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -228,7 +228,7 @@ func TestAnOpenWebUIExportBecomesThreadsAndTheBrokenChatIsReported(t *testing.T)
 	want := []string{
 		"user: Which model should I use for summaries? [1/2]",
 		"assistant: Try qwen2.5:7b — it follows instructions closely. [2/2]",
-		"user: Summarise the attached PDF. *(an attachment not imported)*",
+		"user: Summarise the attached PDF. [attachment not imported]",
 		"assistant: The report says revenue grew 12 % in Q2.",
 	}
 	if got := visible(c.Get(fmt.Sprintf("/t/%d", llama)).Body); strings.Join(got, "\n") != strings.Join(want, "\n") {

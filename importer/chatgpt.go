@@ -207,7 +207,7 @@ func gptParts(parts []json.RawMessage, c *Conversation) string {
 		if b.Len() > 0 {
 			b.WriteString("\n\n")
 		}
-		b.WriteString("*(" + partName(obj.ContentType) + " not imported)*")
+		b.WriteString("[" + partName(obj.ContentType) + " not imported]")
 	}
 	return b.String()
 }
@@ -216,13 +216,13 @@ func gptParts(parts []json.RawMessage, c *Conversation) string {
 func partName(ct string) string {
 	switch {
 	case strings.Contains(ct, "image"):
-		return "an image"
+		return "image"
 	case strings.Contains(ct, "audio"):
 		return "audio"
 	case strings.Contains(ct, "video"):
-		return "a video"
+		return "video"
 	default:
-		return "an attachment"
+		return "attachment"
 	}
 }
 

@@ -96,8 +96,8 @@ func TestChatGPTExportsKeepBranchesAndSkipHiddenNodes(t *testing.T) {
 				"How long should I steep  > assistant: About **2–3 minutes** at",
 				"How long should I steep  > assistant: One minute is plenty.",
 				"How long should I steep  > assistant: Steep sencha for 60–90 s",
-				"Steep sencha for 60–90 s > user: *(an image not imported)",
-				"*(an image not imported) > assistant: That looks like gyokuro ",
+				"Steep sencha for 60–90 s > user: [image not imported]",
+				"[image not imported] > assistant: That looks like gyokuro ",
 			},
 			active: "That looks like gyokuro ", msgSkipped: 3, parts: 1,
 		},
@@ -195,7 +195,7 @@ func TestOpenWebUIExportsKeepBranchesErrorsAndTheCurrentMessage(t *testing.T) {
 	if !strings.Contains(string(th.Messages[3].Metadata), `"model":"qwen2.5:7b"`) {
 		t.Errorf("model not kept: %s", th.Messages[3].Metadata)
 	}
-	if convs[0].PartsSkipped != 1 || !strings.Contains(th.Messages[5].Content, "(an attachment not imported)") {
+	if convs[0].PartsSkipped != 1 || !strings.Contains(th.Messages[5].Content, "[attachment not imported]") {
 		t.Errorf("the attached file: %d parts, %q", convs[0].PartsSkipped, th.Messages[5].Content)
 	}
 	if !th.CreatedAt.Equal(time.Unix(1720000000, 0).UTC()) || !th.UpdatedAt.Equal(time.Unix(1720000300, 0).UTC()) {

@@ -147,7 +147,7 @@ func owuiMessageOut(m owuiMessage, defModel string, lim Limits, c *Conversation)
 		}
 		_ = json.Unmarshal(f, &file)
 		c.PartsSkipped++
-		body += "\n\n*(" + partName(file.Type) + " not imported)*"
+		body += "\n\n[" + partName(file.Type) + " not imported]"
 	}
 	status, errText := db.MsgComplete, ""
 	if len(m.Error) > 0 && string(m.Error) != "null" && string(m.Error) != "false" {
@@ -198,7 +198,7 @@ func owuiContent(raw json.RawMessage, c *Conversation) string {
 			continue
 		}
 		c.PartsSkipped++
-		b.WriteString("*(" + partName(p.Type) + " not imported)*")
+		b.WriteString("[" + partName(p.Type) + " not imported]")
 	}
 	return b.String()
 }

@@ -192,7 +192,7 @@ func text(s string, lim Limits, c *Conversation) string {
 	s, cut := clean(s, lim.MaxMessageRunes)
 	if cut {
 		c.Notes = append(c.Notes, fmt.Sprintf("a message longer than %d characters was cut", lim.MaxMessageRunes))
-		s += "\n\n*(cut on import: the message was longer)*"
+		s += "\n\n[cut on import: the message was longer]"
 	}
 	return s
 }
