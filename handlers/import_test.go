@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
@@ -448,5 +449,64 @@ func TestALargeExportImportsWithVisibleProgressAndBoundedMemory(t *testing.T) {
 	var chunks int
 	if err := app.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM import_chunks WHERE import_id = $1", id).Scan(&chunks); err != nil || chunks != 0 {
 		t.Errorf("%d chunks of the file left after the import (%v)", chunks, err)
+	}
+}
+
+// zipOf is a .zip of name → content.
+func zipOf(t *testing.T, files map[string][]byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for name, data := range files {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(data)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestChatGPTsZipExportImportsAndHostileZipsAreRefused(t *testing.T) {
+	t.Parallel()
+	app, c, u, _ := importUser(t, testenv.Options{Import: importer.Limits{MaxBytes: 256 << 10}})
+	export := zipOf(t, map[string][]byte{
+		"conversations.json":       fixture(t, "chatgpt_conversations.json"),
+		"chat.html":                []byte("<html>the same, as a page</html>"),
+		"user.json":                []byte(`{"id":"user-1","email":"me@example.com"}`),
+		"file-Xyz-tea.jpg":         {0xff, 0xd8, 0xff, 0xe0},
+		"dalle-generations/a.webp": []byte("RIFF"),
+	})
+	id := importStarted(t, importFile(t, c, 0, "export-2026-12-05.zip", export))
+	if imp := waitImport(t, app.Store, u.ID, id); imp.Status != db.ImportDone || imp.Imported != 3 || imp.Skipped != 1 {
+		t.Fatalf("import %+v", imp)
+	}
+
+	many := map[string][]byte{"conversations.json": []byte(`[]`)}
+	for i := range importer.MaxZipEntries {
+		many[fmt.Sprint("f", i)] = nil
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		// 8 MB of one byte compresses to a few KB: only the cap is read.
+		{"bomb.zip", zipOf(t, map[string][]byte{"conversations.json": append([]byte(`[{"mapping":{},"title":"`), bytes.Repeat([]byte("a"), 8<<20)...)}), "too large: exports up to 256 KB"},
+		{"photos.zip", zipOf(t, map[string][]byte{"a.jpg": {0xff, 0xd8}}), "holds no conversations.json"},
+		{"many.zip", zipOf(t, many), "too many entries"},
+		{"cut.zip", export[:len(export)/2], "cannot be read"},
+		{"other.zip", zipOf(t, map[string][]byte{"conversations.json": []byte(`{"hello":"world"}`)}), "not an export Weft can import"},
+	} {
+		r := importFile(t, c, 0, tc.name, tc.data)
+		if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, tc.want) {
+			t.Errorf("%s: %d, want 422 saying %q:\n%.3000s", tc.name, r.StatusCode, tc.want, r.Body)
+		}
+	}
+	if imps, err := app.Store.Imports(context.Background(), u.ID, 10); err != nil || len(imps) != 1 {
+		t.Errorf("imports stored: %d %v", len(imps), err)
 	}
 }

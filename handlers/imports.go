@@ -1,10 +1,12 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 
@@ -102,25 +104,21 @@ func (h *importPages) upload(w http.ResponseWriter, r *http.Request) {
 		storeError(w, r, err)
 		return
 	}
-	prefix := make([]byte, importer.DetectBytes)
-	n, _ := io.ReadFull(file, prefix)
-	format, err := importer.Detect(prefix[:n])
-	if err == nil && format != importer.FormatWeft && h.imports == nil {
-		err = importer.ErrUnknownFormat
-	}
-	if err != nil {
+	content, format, err := h.detect(file, hdr.Size)
+	if isRefusal(err) {
 		h.form(w, r, http.StatusUnprocessableEntity, "Not imported: "+usererr.Capitalize(err.Error())+".")
 		return
 	}
-	if _, err := file.Seek(0, io.SeekStart); err != nil {
+	if err != nil {
 		serverError(w, r, err)
 		return
 	}
+	defer content.Close()
 	if format == importer.FormatWeft {
-		h.weftThread(w, r, u.ID, ws.ID, file)
+		h.weftThread(w, r, u.ID, ws.ID, content)
 		return
 	}
-	imp, err := h.imports.Start(r.Context(), u.ID, ws.ID, format, hdr.Filename, file)
+	imp, err := h.imports.Start(r.Context(), u.ID, ws.ID, format, hdr.Filename, content)
 	if msg, ok := usererr.Message(err); ok {
 		h.form(w, r, http.StatusUnprocessableEntity, "Not imported: "+msg)
 		return
@@ -130,6 +128,49 @@ func (h *importPages) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, fmt.Sprintf("/imports/%d", imp.ID))
+}
+
+// detect tells an upload's format from its first bytes and returns its
+// content from the start: the file itself, or the conversations.json of
+// ChatGPT's .zip export, decompressed as it is read.
+func (h *importPages) detect(file multipart.File, size int64) (io.ReadCloser, string, error) {
+	prefix := make([]byte, importer.DetectBytes)
+	n, _ := io.ReadFull(file, prefix)
+	var content io.ReadCloser = io.NopCloser(file)
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return nil, "", err
+	}
+	if importer.IsZip(prefix[:n]) && h.imports != nil {
+		zc, err := importer.OpenZip(file, size)
+		if err != nil {
+			return nil, "", err
+		}
+		n, _ = io.ReadFull(zc, prefix)
+		content = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(prefix[:n]), zc), zc}
+	}
+	format, err := importer.Detect(prefix[:n])
+	if err == nil && format != importer.FormatWeft && h.imports == nil {
+		err = importer.ErrUnknownFormat
+	}
+	if err != nil {
+		content.Close()
+		return nil, "", err
+	}
+	return content, format, nil
+}
+
+// isRefusal tells the reasons detect refuses a file, said to the user, from
+// failures of the server.
+func isRefusal(err error) bool {
+	for _, e := range []error{importer.ErrUnknownFormat, importer.ErrEmpty, importer.ErrNoConversations, importer.ErrBadZip} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // target is the workspace chosen on the form (the user's, active), else the
