@@ -1,0 +1,86 @@
+package importer_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"weft/db"
+	"weft/importer"
+	"weft/internal/jobs"
+	"weft/internal/testenv"
+	"weft/internal/testwait"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// An import whose previous life (another instance, or this one before a
+// crash) imported its first conversation and died resumes after it: the
+// queue starts, the job goes on from next_index, and nothing is imported
+// twice.
+func TestAnImportInterruptedByARestartResumesWhereItStopped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	u, ws, err := store.CreateUser(ctx, "restart@example.com", "R", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := jobs.New(store.Pool, jobs.Config{Queues: map[string]int{importer.Queue: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := importer.New(store, q, importer.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("testdata/chatgpt_conversations.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp, err := svc.Start(ctx, u.ID, ws.ID, importer.FormatChatGPT, "conversations.json", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The previous life: counted, imported the first conversation, died.
+	sc := importer.NewScanner(bytes.NewReader(data), importer.Limits{})
+	raw, err := sc.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := importer.ParseChatGPT(raw, importer.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.StartImport(ctx, imp.ID, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.RecordImport(ctx, imp.ID, db.ImportOutcome{Position: 0, Title: first.Thread.Title, Thread: &first.Thread}); err != nil {
+		t.Fatal(err)
+	}
+
+	testenv.StartJobs(t, q) // the restart
+	testwait.For(t, "the import to end", 30*time.Second, func() bool {
+		imp, err = store.UserImport(ctx, u.ID, imp.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return imp.Finished()
+	})
+	if imp.Status != db.ImportDone || imp.Imported != 3 || imp.Skipped != 1 || imp.NextIndex != 4 {
+		t.Fatalf("import %+v", imp)
+	}
+	threads, _, err := store.SidebarThreads(ctx, u.ID, ws.ID, nil, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, th := range threads {
+		seen[th.Title]++
+	}
+	if len(threads) != 3 || seen["Steeping tea ☕ お茶"] != 1 {
+		t.Errorf("threads after the restart: %v", seen)
+	}
+}
