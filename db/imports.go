@@ -66,7 +66,14 @@ type NewImport struct {
 	FileName  string
 	File      io.Reader // read to its end, in ImportChunkBytes pieces
 	MaxBytes  int64     // more than this is refused with ErrTooLarge
+	// MaxPending is how many unfinished imports a user may have (0: no
+	// limit); one more is refused with ErrTooManyImports.
+	MaxPending int
 }
+
+// ErrTooManyImports refuses an import while the user has MaxPending
+// unfinished ones (their files wait in the database).
+var ErrTooManyImports = errors.New("db: too many imports under way")
 
 // ErrTooLarge refuses an upload over its cap.
 var ErrTooLarge = errors.New("db: too large")
@@ -77,6 +84,17 @@ var ErrTooLarge = errors.New("db: too large")
 func (d *DB) CreateImport(ctx context.Context, user int64, in NewImport, enqueue func(tx pgx.Tx, id int64) error) (Import, error) {
 	var imp Import
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		if in.MaxPending > 0 {
+			// One user's uploads are counted one at a time.
+			var pending int
+			if err := tx.QueryRow(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('imports', $1)),
+				(SELECT count(*) FROM imports WHERE owner_id = $1 AND status IN ('queued', 'running'))`, user).Scan(nil, &pending); err != nil {
+				return err
+			}
+			if pending >= in.MaxPending {
+				return ErrTooManyImports
+			}
+		}
 		rows, err := tx.Query(ctx, `INSERT INTO imports (owner_id, workspace_id, format, file_name)
 			SELECT owner_id, id, $3, $4 FROM workspaces WHERE id = $1 AND owner_id = $2 AND status = 'active'
 			RETURNING `+importCols, in.Workspace, user, in.Format, in.FileName)
@@ -113,6 +131,9 @@ func (d *DB) CreateImport(ctx context.Context, user int64, in NewImport, enqueue
 		}
 		return enqueue(tx, imp.ID)
 	})
+	if errors.Is(err, ErrTooManyImports) || errors.Is(err, ErrTooLarge) {
+		return Import{}, err
+	}
 	return imp, mapErr(err)
 }
 

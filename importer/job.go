@@ -39,6 +39,10 @@ func (Args) InsertOpts() river.InsertOpts {
 // rescue of stuck jobs never see an import running for an hour.
 const slice = 2 * time.Minute
 
+// MaxPending is how many unfinished imports one user may have: each holds
+// its file in the database until its job has read it.
+const MaxPending = 3
+
 // Service stores uploaded exports and imports them in the background.
 type Service struct {
 	store *db.DB
@@ -80,11 +84,14 @@ func (s *Service) Start(ctx context.Context, user, workspace int64, format, file
 	}
 	name, _ := clean(strings.TrimSpace(fileName), 200)
 	imp, err := s.store.CreateImport(ctx, user, db.NewImport{Workspace: workspace, Format: format, FileName: name,
-		File: file, MaxBytes: s.lim.MaxBytes}, func(tx pgx.Tx, id int64) error {
+		File: file, MaxBytes: s.lim.MaxBytes, MaxPending: MaxPending}, func(tx pgx.Tx, id int64) error {
 		return s.queue.InsertTx(ctx, tx, Args{ImportID: id}, nil)
 	})
 	if errors.Is(err, db.ErrTooLarge) {
 		return db.Import{}, ErrTooLarge{Max: s.lim.MaxBytes}
+	}
+	if errors.Is(err, db.ErrTooManyImports) {
+		return db.Import{}, usererr.Wrap(err, fmt.Sprintf("You have %d imports under way: wait for one to finish.", MaxPending))
 	}
 	return imp, err
 }

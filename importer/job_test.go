@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"weft/db"
 	"weft/importer"
 	"weft/internal/jobs"
+	"weft/internal/usererr"
 	"weft/internal/testenv"
 	"weft/internal/testwait"
 )
@@ -82,5 +84,52 @@ func TestAnImportInterruptedByARestartResumesWhereItStopped(t *testing.T) {
 	}
 	if len(threads) != 3 || seen["Steeping tea ☕ お茶"] != 1 {
 		t.Errorf("threads after the restart: %v", seen)
+	}
+}
+
+// A user's unfinished imports are capped: each holds its file in the
+// database until its job has read it.
+func TestAUserHasAtMostThreeImportsUnderWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	u, ws, err := store.CreateUser(ctx, "many@example.com", "M", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := jobs.New(store.Pool, jobs.Config{Queues: map[string]int{importer.Queue: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := importer.New(store, q, importer.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func() *bytes.Reader { return bytes.NewReader([]byte(`[{"title":"t","mapping":{}}]`)) }
+	for range importer.MaxPending {
+		if _, err := svc.Start(ctx, u.ID, ws.ID, importer.FormatChatGPT, "c.json", file()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = svc.Start(ctx, u.ID, ws.ID, importer.FormatChatGPT, "c.json", file())
+	if msg, ok := usererr.Message(err); !ok || !strings.Contains(msg, "3 imports under way") {
+		t.Fatalf("a fourth import: %v", err)
+	}
+	// Once they have run, there is room again.
+	testenv.StartJobs(t, q)
+	testwait.For(t, "the imports to end", 30*time.Second, func() bool {
+		imps, err := store.Imports(ctx, u.ID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range imps {
+			if !imp.Finished() {
+				return false
+			}
+		}
+		return true
+	})
+	if _, err := svc.Start(ctx, u.ID, ws.ID, importer.FormatChatGPT, "c.json", file()); err != nil {
+		t.Fatal(err)
 	}
 }
