@@ -11,9 +11,9 @@ import (
 	"weft/db"
 	"weft/importer"
 	"weft/internal/jobs"
-	"weft/internal/usererr"
 	"weft/internal/testenv"
 	"weft/internal/testwait"
+	"weft/internal/usererr"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
