@@ -251,9 +251,10 @@ func TestFilesThatAreNoExportAreRefusedAtOnceWithAReason(t *testing.T) {
 	}{
 		{"notes.txt", []byte("hello"), "not an export Weft can import"},
 		{"conversations.json", []byte("[]"), "holds no conversations"},
-		{"export.zip", []byte("PK\x03\x04 zipped"), "not an export Weft can import"},
+		{"export.zip", []byte("PK\x03\x04 zipped"), ".zip cannot be read"},
 		{"big.json", []byte(`[{"mapping":{},"title":"` + strings.Repeat("x", 100<<10) + `"}]`), "too large: exports up to 64 KB"},
 		{"huge.json", []byte(`[{"mapping":{},"title":"` + strings.Repeat("x", 2<<20) + `"}]`), "too large"},
+		{"thread.json", []byte(`{"format":"weft-thread","version":1,"title":"` + strings.Repeat("x", 20<<20+100<<10) + `"}`), "too large: Weft thread exports up to 20 MB"},
 	} {
 		r := importFile(t, c, 0, tc.name, tc.data)
 		if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, tc.want) || !strings.Contains(r.Body, `data-testid="error"`) {

@@ -115,6 +115,11 @@ func (h *importPages) upload(w http.ResponseWriter, r *http.Request) {
 	}
 	defer content.Close()
 	if format == importer.FormatWeft {
+		if hdr.Size > chat.MaxImportBytes {
+			h.form(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("That file is too large: Weft thread exports up to %s can be imported.",
+				usererr.Size(chat.MaxImportBytes)))
+			return
+		}
 		h.weftThread(w, r, u.ID, ws.ID, content)
 		return
 	}
