@@ -216,7 +216,8 @@ type ImportOutcome struct {
 }
 
 // ErrImportMoved is returned when the conversation was handled already
-// (another attempt got there first): the caller goes on from NextIndex.
+// (another attempt got there first) or the import was stopped: the caller
+// stops.
 var ErrImportMoved = errors.New("db: import moved on")
 
 // RecordImport stores one conversation's outcome — its thread, the report
@@ -227,12 +228,13 @@ func (d *DB) RecordImport(ctx context.Context, id int64, o ImportOutcome) error 
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		var owner, ws int64
 		var next int
-		if err := tx.QueryRow(ctx, "SELECT owner_id, workspace_id, next_index FROM imports WHERE id = $1 FOR UPDATE",
-			id).Scan(&owner, &ws, &next); err != nil {
+		var status string
+		if err := tx.QueryRow(ctx, "SELECT owner_id, workspace_id, next_index, status FROM imports WHERE id = $1 FOR UPDATE",
+			id).Scan(&owner, &ws, &next, &status); err != nil {
 			return err
 		}
-		if next != o.Position {
-			return ErrImportMoved
+		if next != o.Position || (status != ImportQueued && status != ImportRunning) {
+			return ErrImportMoved // another attempt got there first, or the owner stopped it
 		}
 		var thread *int64
 		msgs := 0
@@ -272,7 +274,28 @@ func (d *DB) FinishImport(ctx context.Context, id int64, errMsg string) error {
 			status = ImportFailed
 		}
 		if _, err := tx.Exec(ctx, `UPDATE imports SET status = $2, error = $3, total = COALESCE(total, next_index),
-			finished_at = now(), updated_at = now() WHERE id = $1`, id, status, errMsg); err != nil {
+			finished_at = now(), updated_at = now() WHERE id = $1 AND status IN ('queued', 'running')`, id, status, errMsg); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "DELETE FROM import_chunks WHERE import_id = $1", id)
+		return err
+	}))
+}
+
+// StopImport stops one of the user's imports: the conversations imported
+// so far stay, its file goes, and its job stops before the next
+// conversation. Stopping an import that has ended does nothing.
+func (d *DB) StopImport(ctx context.Context, user, id int64) error {
+	return mapErr(d.InTx(ctx, func(tx pgx.Tx) error {
+		var status string
+		if err := tx.QueryRow(ctx, "SELECT status FROM imports WHERE id = $1 AND owner_id = $2 FOR UPDATE", id, user).Scan(&status); err != nil {
+			return err
+		}
+		if status != ImportQueued && status != ImportRunning {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE imports SET status = 'failed', error = 'Stopped. The conversations listed were imported.',
+			total = COALESCE(total, next_index), finished_at = now(), updated_at = now() WHERE id = $1`, id); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, "DELETE FROM import_chunks WHERE import_id = $1", id)

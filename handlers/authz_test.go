@@ -341,6 +341,7 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/import", "/import", url.Values{"x": {"y"}}, nil, want{422, 422, login}},
 		{"GET", "/imports/{id}", "/imports/" + IM, nil, nil, want{200, 404, login}},
 		{"GET", "/imports/{id}/progress", "/imports/" + IM + "/progress", nil, nil, want{200, 404, login}},
+		{"POST", "/imports/{id}/stop", "/imports/" + IM + "/stop", nil, nil, want{303, 404, login}},
 		{"GET", "/w/{id}/threads", "/w/" + W + "/threads", nil, nil, want{200, 404, login}},
 		{"GET", "/workspaces", "/workspaces", nil, nil, want{200, 200, login}},
 		{"POST", "/workspaces", "/workspaces", url.Values{"name": {"Third"}}, nil, want{303, 303, login}},

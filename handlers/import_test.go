@@ -424,7 +424,8 @@ func TestALargeExportImportsWithVisibleProgressAndBoundedMemory(t *testing.T) {
 	testwait.For(t, "the large import to end", 5*time.Minute, func() bool {
 		r := c.Get(fmt.Sprintf("/imports/%d/progress", id))
 		if strings.Contains(r.Body, `data-status="running"`) && strings.Contains(r.Body, fmt.Sprintf(`<progress max="%d" value="`, n)) &&
-			!strings.Contains(r.Body, fmt.Sprintf(`value="%d"`, n)) && strings.Contains(r.Body, `hx-trigger="load delay:1s"`) {
+			!strings.Contains(r.Body, fmt.Sprintf(`value="%d"`, n)) && strings.Contains(r.Body, `hx-trigger="load delay:1s"`) &&
+			strings.Contains(r.Body, `data-testid="import-stop"`) {
 			sawProgress = true
 		}
 		var err error

@@ -30,6 +30,7 @@ type importStore interface {
 	Imports(ctx context.Context, user int64, limit int) ([]db.Import, error)
 	UserImport(ctx context.Context, user, id int64) (db.Import, error)
 	ImportItems(ctx context.Context, user, id int64, limit int) ([]db.ImportItem, error)
+	StopImport(ctx context.Context, user, id int64) error
 	Workspace(ctx context.Context, user, id int64) (db.Workspace, error)
 }
 
@@ -233,6 +234,21 @@ func (h *importPages) progress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	render(w, r, http.StatusOK, views.ImportProgress(imp, items))
+}
+
+// stop serves POST /imports/{id}/stop: the import ends before its next
+// conversation; what was imported stays.
+func (h *importPages) stop(w http.ResponseWriter, r *http.Request) {
+	u, _ := currentUser(r)
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	if err := h.store.StopImport(r.Context(), u.ID, id); err != nil {
+		storeError(w, r, err)
+		return
+	}
+	redirect(w, r, fmt.Sprintf("/imports/%d", id))
 }
 
 // load reads one of the user's imports (another user's is a 404) and,

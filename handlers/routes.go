@@ -336,6 +336,7 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Get("/import", e.imports.show)
 	r.Get("/imports/{id}", e.imports.report)
 	r.Get("/imports/{id}/progress", e.imports.progress)
+	r.Post("/imports/{id}/stop", e.imports.stop)
 
 	r.Get("/w/{id}/threads", e.shell.sidebarPage)
 	r.Get("/workspaces", ws.list)

@@ -146,7 +146,7 @@ func (s *Service) run(ctx context.Context, id int64) error {
 	if imp.Total == nil {
 		n, err := Count(&chunkReader{ctx: ctx, store: s.store, id: id}, s.lim)
 		var be *BrokenError
-		if errors.As(err, &be) {
+		if errors.As(err, &be) { // (or stopped while counting: FinishImport leaves a stopped import alone)
 			return failure{msg: "Nothing was imported: " + be.Reason + "."}
 		}
 		if err != nil {
@@ -192,7 +192,7 @@ func (s *Service) run(ctx context.Context, id int64) error {
 		}
 		switch err := s.store.RecordImport(ctx, id, out); {
 		case errors.Is(err, db.ErrImportMoved):
-			return nil // another attempt is ahead of this one
+			return nil // another attempt is ahead of this one, or the owner stopped it
 		case errors.Is(err, db.ErrNotFound):
 			return failure{msg: "The import stopped: its workspace was archived. The conversations listed were imported."}
 		case err != nil:

@@ -133,3 +133,59 @@ func TestAUserHasAtMostThreeImportsUnderWay(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Stopping an import ends it before its next conversation: its job, when
+// it runs, imports nothing more, and the stored file is gone.
+func TestAStoppedImportImportsNothingMore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	u, ws, err := store.CreateUser(ctx, "stop@example.com", "S", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := jobs.New(store.Pool, jobs.Config{Queues: map[string]int{importer.Queue: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := importer.New(store, q, importer.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("testdata/chatgpt_conversations.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp, err := svc.Start(ctx, u.ID, ws.ID, importer.FormatChatGPT, "conversations.json", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.StopImport(ctx, u.ID+1, imp.ID); err != db.ErrNotFound {
+		t.Errorf("another user stopped it: %v", err)
+	}
+	if err := store.StopImport(ctx, u.ID, imp.ID); err != nil {
+		t.Fatal(err)
+	}
+	testenv.StartJobs(t, q)
+	var jobState string
+	testwait.For(t, "the job to run", 30*time.Second, func() bool {
+		if err := store.Pool.QueryRow(ctx, `SELECT state FROM river_job WHERE kind = 'conversation_import'`).Scan(&jobState); err != nil {
+			t.Fatal(err)
+		}
+		return jobState == "completed"
+	})
+	imp, err = store.UserImport(ctx, u.ID, imp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imp.Status != db.ImportFailed || imp.Imported != 0 || !strings.HasPrefix(imp.Error, "Stopped.") {
+		t.Errorf("import %+v", imp)
+	}
+	threads, _, err := store.SidebarThreads(ctx, u.ID, ws.ID, nil, 10)
+	if err != nil || len(threads) != 0 {
+		t.Errorf("threads %v %v", threads, err)
+	}
+	if _, err := store.ImportChunk(ctx, imp.ID, 0); err != db.ErrNotFound {
+		t.Errorf("the file is kept: %v", err)
+	}
+}
