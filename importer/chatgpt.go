@@ -35,24 +35,37 @@ type gptMessage struct {
 	Author struct {
 		Role string `json:"role"`
 	} `json:"author"`
-	CreateTime *float64   `json:"create_time"`
-	Content    gptContent `json:"content"`
-	Status     string     `json:"status"`
-	Recipient  string     `json:"recipient"`
-	Weight     *float64   `json:"weight"`
+	CreateTime *float64    `json:"create_time"`
+	Content    gptContent  `json:"content"`
+	Status     looseString `json:"status"`
+	Recipient  looseString `json:"recipient"`
+	Weight     *float64    `json:"weight"`
 	Metadata   struct {
-		ModelSlug string `json:"model_slug"`
-		Hidden    bool   `json:"is_visually_hidden_from_conversation"`
+		ModelSlug looseString `json:"model_slug"`
+		Hidden    bool        `json:"is_visually_hidden_from_conversation"`
 	} `json:"metadata"`
 }
 
+// gptContent's fields other than the type and the parts vary with the
+// content type (some are objects in kinds Weft does not read): only
+// strings are taken.
 type gptContent struct {
 	ContentType string            `json:"content_type"`
 	Parts       []json.RawMessage `json:"parts"`
-	Text        string            `json:"text"`
-	Language    string            `json:"language"`
-	Title       string            `json:"title"`
-	URL         string            `json:"url"`
+	Text        looseString       `json:"text"`
+	Language    looseString       `json:"language"`
+	Title       looseString       `json:"title"`
+}
+
+// looseString is a string when the JSON value is one, else empty.
+type looseString string
+
+func (l *looseString) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*l = looseString(s)
+	}
+	return nil
 }
 
 // ParseChatGPT maps one conversation of ChatGPT's export onto Weft's tree;
@@ -145,15 +158,15 @@ func gptMessageOut(m *gptMessage, defModel string, lim Limits, c *Conversation) 
 				return -1
 			}
 			return r
-		}, m.Content.Language)
+		}, string(m.Content.Language))
 		if lang == "unknown" {
 			lang = ""
 		}
-		body = "```" + lang + "\n" + strings.ReplaceAll(m.Content.Text, "```", "` ` `") + "\n```"
+		body = "```" + lang + "\n" + strings.ReplaceAll(string(m.Content.Text), "```", "` ` `") + "\n```"
 	case "tether_quote":
-		body = "> " + strings.ReplaceAll(strings.TrimSpace(m.Content.Text), "\n", "\n> ")
+		body = "> " + strings.ReplaceAll(strings.TrimSpace(string(m.Content.Text)), "\n", "\n> ")
 		if m.Content.Title != "" {
-			body += "\n\n— " + m.Content.Title
+			body += "\n\n— " + string(m.Content.Title)
 		}
 	default:
 		// Reasoning, browsing displays, memory and other kinds: text when
@@ -162,7 +175,7 @@ func gptMessageOut(m *gptMessage, defModel string, lim Limits, c *Conversation) 
 			c.PartsSkipped++
 			return false, db.ImportedMessage{}
 		}
-		body = m.Content.Text
+		body = string(m.Content.Text)
 	}
 	body = strings.TrimSpace(body)
 	if body == "" {
@@ -172,7 +185,7 @@ func gptMessageOut(m *gptMessage, defModel string, lim Limits, c *Conversation) 
 	if m.Status != "" && m.Status != "finished_successfully" && role == "assistant" {
 		status = db.MsgInterrupted
 	}
-	model := m.Metadata.ModelSlug
+	model := string(m.Metadata.ModelSlug)
 	if model == "" && role == "assistant" {
 		model = defModel
 	}

@@ -386,3 +386,21 @@ func TestCountReadsTheWholeFileAndRefusesABrokenOne(t *testing.T) {
 		t.Error("a truncated file was counted")
 	}
 }
+
+// Content kinds Weft does not read may hold objects where others hold
+// text: the message is passed over, the conversation is imported.
+func TestUnknownContentKindsDoNotSkipTheConversation(t *testing.T) {
+	raw := []byte(`{"title":"kinds","mapping":{
+		"a":{"id":"a","message":{"author":{"role":"user"},"content":{"content_type":"text","parts":["hi"]},"status":"finished_successfully","recipient":"all"}},
+		"b":{"id":"b","parent":"a","message":{"author":{"role":"assistant"},"content":{"content_type":"super_widget","text":{"widget":1},"language":7},"recipient":null,"metadata":{"model_slug":null}}},
+		"c":{"id":"c","parent":"b","message":{"author":{"role":"assistant"},"content":{"content_type":"text","parts":["hello"]},"metadata":{"model_slug":"gpt-5"}}}
+	},"current_node":"c"}`)
+	c, err := ParseChatGPT(raw, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, active := shape(c.Thread)
+	if strings.Join(lines, "|") != "- > user: hi|hi > assistant: hello" || active != "hello" || c.PartsSkipped != 1 {
+		t.Errorf("%q active %q, %d parts", lines, active, c.PartsSkipped)
+	}
+}
