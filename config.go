@@ -16,6 +16,7 @@ import (
 	"weft/chat"
 	"weft/extract"
 	"weft/handlers"
+	"weft/importer"
 	"weft/internal/app"
 	"weft/mcp"
 	"weft/media"
@@ -41,6 +42,7 @@ type config struct {
 	embedModel   string
 	kbFileBytes  int64
 	uploadBytes  int64
+	importBytes  int64 // WEFT_IMPORT_MAX_BYTES: one export to import
 	attachBytes  int64
 	attachFiles  int
 	extractors   int
@@ -110,6 +112,9 @@ func loadConfig() (config, error) {
 		return c, err
 	}
 	if c.uploadBytes, err = envInt[int64]("WEFT_KB_MAX_UPLOAD_BYTES", 512<<20, 1024); err != nil {
+		return c, err
+	}
+	if c.importBytes, err = envInt[int64]("WEFT_IMPORT_MAX_BYTES", importer.DefaultMaxBytes, 1024); err != nil {
 		return c, err
 	}
 	if c.attachBytes, err = envInt[int64]("WEFT_ATTACH_MAX_BYTES", 8<<20, 1024); err != nil {
@@ -306,6 +311,7 @@ func appConfig(cfg config) app.Config {
 		Chat:         chat.Config{Instance: cfg.instance, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt},
 		MCP:          cfg.mcp,
 		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes, WebOff: cfg.kbWebOff, Search: cfg.search},
+		Import:       importer.Limits{MaxBytes: cfg.importBytes},
 		Shell:        &cfg.shell,
 		Agent: agent.Config{Hooks: cfg.hooks, SubagentRounds: cfg.subRounds, SubagentTime: time.Duration(cfg.subSeconds) * time.Second,
 			SubagentConcurrency: cfg.subConcurrency},

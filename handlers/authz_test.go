@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"weft/db"
+	"weft/importer"
 	"weft/internal/testenv"
 	"weft/internal/testwait"
 	"weft/media"
@@ -124,6 +125,12 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		t.Fatal(err)
 	}
 	AP, QS := fmt.Sprint(approval.ID), fmt.Sprint(question.ID)
+	imp, err := app.Imports.Start(ctx, u.ID, ws.ID, importer.FormatChatGPT, "conversations.json",
+		strings.NewReader(`[{"title":"t","mapping":{}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	IM := fmt.Sprint(imp.ID)
 	files, err := app.Media.Accept(ctx, []media.Upload{{Name: "dot.png", Data: testPNG(t, 40, 30)}})
 	if err != nil {
 		t.Fatal(err)
@@ -332,6 +339,9 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"GET", "/archived", "/archived", nil, nil, want{200, 200, login}},
 		{"GET", "/import", "/import", nil, nil, want{200, 200, login}},
 		{"POST", "/import", "/import", url.Values{"x": {"y"}}, nil, want{422, 422, login}},
+		{"GET", "/imports/{id}", "/imports/" + IM, nil, nil, want{200, 404, login}},
+		{"GET", "/imports/{id}/progress", "/imports/" + IM + "/progress", nil, nil, want{200, 404, login}},
+		{"POST", "/imports/{id}/stop", "/imports/" + IM + "/stop", nil, nil, want{303, 404, login}},
 		{"GET", "/w/{id}/threads", "/w/" + W + "/threads", nil, nil, want{200, 404, login}},
 		{"GET", "/workspaces", "/workspaces", nil, nil, want{200, 200, login}},
 		{"POST", "/workspaces", "/workspaces", url.Values{"name": {"Third"}}, nil, want{303, 303, login}},

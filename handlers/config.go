@@ -47,6 +47,9 @@ type Config struct {
 	MCP MCPServers
 	// OIDC is single sign-on (WEFT_OIDC_*; nil: none).
 	OIDC *OIDCConfig
+	// Imports imports other apps' exports in the background
+	// (importer.Service; nil: /import takes Weft's own exports only).
+	Imports Importer
 	// Now is the clock share links expire by (nil: time.Now); tests move it.
 	Now func() time.Time
 }

@@ -149,6 +149,7 @@ type endpoints struct {
 	messages   *messages
 	runs       *runs
 	manage     *manage
+	imports    *importPages
 	workspaces *workspaces
 	roles      *roles
 	settings   *settings
@@ -177,6 +178,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 	kh := &kbs{store: store, rag: kb, models: models, shell: shell, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}
 	au := &auth{store: store, sessions: sh.sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
 		hashes: sh.hashes, streams: sh.streams, seen: newSeenSessions()}
+	mg := &manage{store: store, shell: shell}
 	mp := &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell}
 	acc := &account{store: store, sessions: sh.sessions, hashes: sh.hashes, streams: sh.streams, limit: cfg.LoginLimit}
 	return &endpoints{
@@ -188,7 +190,8 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		threads:    &threads{store: store, shell: shell, home: home, rt: rt, media: med},
 		messages:   &messages{store: store, rt: rt, media: med},
 		runs:       &runs{store: store, models: models, rt: rt, closing: sh.closing, streams: sh.streams, sessions: sh.sessions},
-		manage:     &manage{store: store, shell: shell},
+		manage:     mg,
+		imports:    &importPages{store: store, imports: cfg.Imports, shell: shell, manage: mg},
 		workspaces: &workspaces{store: store, shell: shell, sessions: sh.sessions},
 		roles:      &roles{store: store, shell: shell},
 		settings:   &settings{store: store, shell: shell, account: acc},
@@ -276,10 +279,11 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		r.Post("/t", e.threads.create)
 		r.Post("/t/{id}/messages", e.threads.append)
 	})
-	// Uploads: the same, with a larger cap of their own.
+	// Imports: an export of another app may be hundreds of megabytes
+	// (WEFT_IMPORT_MAX_BYTES); the job reads it after the upload.
 	r.Group(func(r chi.Router) {
-		r.Use(capBody(chat.MaxImportBytes+1<<20), writeDeadline(2*time.Minute), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
-		r.Post("/import", e.manage.importThread)
+		r.Use(capBody(e.imports.maxBytes()+1<<20), writeDeadline(10*time.Minute), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
+		r.Post("/import", e.imports.upload)
 	})
 	// Knowledge base uploads: many files at once, each up to the file limit.
 	r.Group(func(r chi.Router) {
@@ -330,7 +334,10 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Get("/t/{id}/export.{format}", mg.export)
 	r.Get("/search", mg.search)
 	r.Get("/archived", mg.archived)
-	r.Get("/import", mg.importPage)
+	r.Get("/import", e.imports.show)
+	r.Get("/imports/{id}", e.imports.report)
+	r.Get("/imports/{id}/progress", e.imports.progress)
+	r.Post("/imports/{id}/stop", e.imports.stop)
 
 	r.Get("/w/{id}/threads", e.shell.sidebarPage)
 	r.Get("/workspaces", ws.list)
