@@ -290,14 +290,15 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 // startSession renews the session token (no fixation across sign-in) and
 // records who signed in, also in user_sessions, so that the account's
 // sessions can be listed and ended (db.EndUserSessions). A single sign-on
-// started before ends: it must not switch the signed-in browser to another
-// account later.
+// started before ends, and so does a link waiting for a password: neither
+// may switch the signed-in browser to another account later.
 func (a *auth) startSession(ctx context.Context, user, workspace int64) error {
 	previous := a.sessions.Token(ctx)
 	if err := a.sessions.RenewToken(ctx); err != nil {
 		return err
 	}
 	a.sessions.Remove(ctx, sessionSSOFlow)
+	a.sessions.Remove(ctx, sessionSSOLink)
 	a.sessions.Put(ctx, sessionUserID, user)
 	if workspace != 0 {
 		a.sessions.Put(ctx, sessionWorkspaceID, workspace)
