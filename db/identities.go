@@ -38,13 +38,25 @@ func (d *DB) TouchIdentity(ctx context.Context, issuer, subject, email string) (
 	return u, mapErr(err)
 }
 
-// LinkIdentity links (issuer, subject) to an existing account. ErrConflict
-// when the identity is already linked (to any account), ErrOtherIdentity
-// when the account already has another identity of this issuer.
-func (d *DB) LinkIdentity(ctx context.Context, user int64, id Identity) error {
-	_, err := d.q().Exec(ctx, `INSERT INTO user_identities (user_id, issuer, subject, email) VALUES ($1, $2, $3, $4)`,
-		user, id.Issuer, id.Subject, id.Email)
-	return identityErr(err)
+// LinkIdentity links (issuer, subject) to an existing account and, in the
+// same transaction, ends every session of the account: whoever was signed
+// in to it before the link (someone who made the account under another's
+// address, say) is signed out. It returns the tokens it ended.
+// ErrConflict when the identity is already linked (to any account),
+// ErrOtherIdentity when the account already has another identity of this
+// issuer; nothing is linked or ended then.
+func (d *DB) LinkIdentity(ctx context.Context, user int64, id Identity) ([]string, error) {
+	var ended []string
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO user_identities (user_id, issuer, subject, email) VALUES ($1, $2, $3, $4)`,
+			user, id.Issuer, id.Subject, id.Email); err != nil {
+			return identityErr(err)
+		}
+		var err error
+		ended, err = endSessions(ctx, tx, user, "")
+		return err
+	})
+	return ended, err
 }
 
 // Identities lists the identities linked to an account.
@@ -109,8 +121,8 @@ func (d *DB) CreateUserWithIdentity(ctx context.Context, n NewIdentityUser) (Use
 				return err
 			}
 		}
-		rows, err := tx.Query(ctx, `INSERT INTO users (email, display_name, password_hash, role)
-			VALUES ($1, $2, $3, $4) RETURNING `+userCols, n.Email, n.DisplayName, n.PasswordHash, role)
+		rows, err := tx.Query(ctx, `INSERT INTO users (email, display_name, password_hash, role, has_password)
+			VALUES ($1, $2, $3, $4, false) RETURNING `+userCols, n.Email, n.DisplayName, n.PasswordHash, role)
 		if err != nil {
 			return err
 		}

@@ -169,7 +169,7 @@ func (d *DB) ResetPassword(ctx context.Context, token, hash string) (user int64,
 		if err != nil {
 			return mapErr(err)
 		}
-		if err := execOne(ctx, tx, "UPDATE users SET password_hash = $2 WHERE id = $1", user, hash); err != nil {
+		if err := execOne(ctx, tx, "UPDATE users SET password_hash = $2, has_password = true WHERE id = $1", user, hash); err != nil {
 			return err
 		}
 		ended, err = endSessions(ctx, tx, user, "")

@@ -134,7 +134,7 @@ func endSessions(ctx context.Context, q querier, user int64, keep string) ([]str
 func (d *DB) SetPassword(ctx context.Context, user int64, hash, keep string) ([]string, error) {
 	var ended []string
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		if err := execOne(ctx, tx, "UPDATE users SET password_hash = $2 WHERE id = $1", user, hash); err != nil {
+		if err := execOne(ctx, tx, "UPDATE users SET password_hash = $2, has_password = true WHERE id = $1", user, hash); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "DELETE FROM password_resets WHERE user_id = $1", user); err != nil {

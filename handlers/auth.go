@@ -299,14 +299,16 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 // sessions can be listed and ended (db.EndUserSessions). checked is the
 // password hash a password sign-in was checked against ("" for others):
 // a reset or change since then refuses the session (db.ErrPasswordChanged).
-// A single sign-on started before ends: it must not switch the signed-in
-// browser to another account later.
+// A single sign-on started before ends, and so does a link waiting for a
+// password: neither may switch the signed-in browser to another account
+// later.
 func (a *auth) startSession(ctx context.Context, user, workspace int64, checked string) error {
 	previous := a.sessions.Token(ctx)
 	if err := a.sessions.RenewToken(ctx); err != nil {
 		return err
 	}
 	a.sessions.Remove(ctx, sessionSSOFlow)
+	a.sessions.Remove(ctx, sessionSSOLink)
 	token := a.sessions.Token(ctx)
 	if err := a.store.RecordSession(ctx, token, previous, user, userAgent(ctx), checked); err != nil {
 		return err

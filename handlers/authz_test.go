@@ -456,6 +456,8 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"GET", "/auth/oidc/login", "/auth/oidc/login", nil, nil, want{404, 404, 404}},
 		{"POST", "/auth/oidc/login", "/auth/oidc/login", url.Values{}, nil, want{404, 404, 404}},
 		{"GET", "/auth/oidc/callback", "/auth/oidc/callback?state=s&code=c", nil, nil, want{404, 404, 404}},
+		{"GET", "/auth/oidc/link", "/auth/oidc/link", nil, nil, want{404, 404, 404}},
+		{"POST", "/auth/oidc/link", "/auth/oidc/link", url.Values{"password": {password}}, nil, want{404, 404, 404}},
 	}
 
 	covered := map[string]bool{}

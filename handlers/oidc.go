@@ -23,7 +23,8 @@ import (
 // ssoStore is what single sign-on needs of the database beyond auth's.
 type ssoStore interface {
 	TouchIdentity(ctx context.Context, issuer, subject, email string) (db.User, error)
-	LinkIdentity(ctx context.Context, user int64, id db.Identity) error
+	Identities(ctx context.Context, user int64) ([]db.Identity, error)
+	LinkIdentity(ctx context.Context, user int64, id db.Identity) ([]string, error)
 	CreateUserWithIdentity(ctx context.Context, n db.NewIdentityUser) (db.User, db.Workspace, error)
 }
 
@@ -31,8 +32,10 @@ type ssoStore interface {
 // /auth/oidc/login starts the authorization-code flow with PKCE, a state
 // and a nonce kept in the (anonymous) session; /auth/oidc/callback checks
 // them, exchanges the code, verifies the ID token and signs the account
-// in (sso_accounts.go decides which account). Without configuration every
-// route answers 404.
+// in (oidc_accounts.go decides which account), or sends the browser to
+// /auth/oidc/link, which asks for the password of the existing account
+// with the identity's email before linking them (oidc_link.go). Without
+// configuration every route answers 404.
 type ssoPages struct {
 	cfg      *OIDCConfig // nil: single sign-on is off
 	provider *ssoProvider
@@ -49,6 +52,7 @@ const (
 	msgSSONotConfigured = "Single sign-on is not configured on this server."
 	msgSSOExpired       = "This sign-in expired or was started in another browser. Start again from the sign-in page."
 	msgSSOState         = "This sign-in could not be verified: it does not match the one this browser started. Start again from the sign-in page."
+	msgSSODisabled      = "This account is disabled. Ask the server's administrator."
 )
 
 func newSSOPages(cfg Config, store ssoStore, a *auth) *ssoPages {
@@ -115,6 +119,7 @@ func (s *ssoPages) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.sessions.Put(r.Context(), sessionSSOFlow, string(b))
+	s.sessions.Remove(r.Context(), sessionSSOLink) // a new sign-in replaces a link waiting for its password
 	// This anonymous session lives as long as the sign-in may take (signing
 	// in renews it for the full lifetime): abandoned ones do not pile up.
 	s.sessions.SetDeadline(r.Context(), f.Started.Add(ssoFlowTTL))
@@ -194,21 +199,25 @@ func (s *ssoPages) callback(w http.ResponseWriter, r *http.Request) {
 		errorPage(w, r, status, msg)
 		return
 	}
-	u, ws, status, msg, err := s.account(r, claims, f)
+	out, err := s.account(r, claims, f)
 	if err != nil {
 		hashError(w, r, err)
 		return
 	}
-	if msg != "" {
-		slog.InfoContext(ctx, "single sign-on refused", "issuer", claims.issuer, "subject", claims.subject, "status", status)
-		errorPage(w, r, status, msg)
+	if out.msg != "" {
+		slog.InfoContext(ctx, "single sign-on refused", "issuer", claims.issuer, "subject", claims.subject, "status", out.status)
+		errorPage(w, r, out.status, out.msg)
 		return
 	}
 	if err := s.auth.store.ReleaseLoginAttempt(ctx, reserved); err != nil {
 		serverError(w, r, err)
 		return
 	}
-	if err := s.auth.startSession(ctx, u.ID, ws, ""); err != nil {
+	if out.link {
+		s.askPassword(w, r, out.user, claims)
+		return
+	}
+	if err := s.auth.startSession(ctx, out.user.ID, out.workspace, ""); err != nil {
 		serverError(w, r, err)
 		return
 	}

@@ -52,8 +52,8 @@ func TestSingleSignOnTrustEmailNeverOverridesAProviderThatSaysTheEmailIsNotVerif
 	if ids := e.identities(erin.ID); len(ids) != 0 {
 		t.Errorf("an email the provider called unverified was linked: %+v", ids)
 	}
-	e.idp.QueueUser(&rawUser{subject: "sub-erin", email: "erin@example.com"}) // no claim: trusted
-	if u := e.signedIn(e.browser(), "erin@example.com"); u.ID != erin.ID {
+	e.idp.QueueUser(&rawUser{subject: "sub-erin", email: "erin@example.com"}) // no claim: trusted (and her password given)
+	if u := e.linkedIn(e.browser(), "erin@example.com", password); u.ID != erin.ID {
 		t.Errorf("signed in to %d, want erin's %d", u.ID, erin.ID)
 	}
 }

@@ -38,7 +38,7 @@ func TestSingleSignOnNeverTakesALookAlikeEmailForAnAccountsOrAnAllowedDomain(t *
 	}
 	// Plain ASCII case still matches.
 	e.user("sub-kate", "Kate@KITE.example", true)
-	if u := e.signedIn(e.browser(), "kate@kite.example"); u.ID != kate.ID {
+	if u := e.linkedIn(e.browser(), "kate@kite.example", password); u.ID != kate.ID {
 		t.Errorf("signed in to %d, want kate's %d", u.ID, kate.ID)
 	}
 }

@@ -251,6 +251,10 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		r.Get("/auth/oidc/login", e.sso.login)
 		r.Post("/auth/oidc/login", e.sso.describe(e.sso.login)) // a refusal redraws the sign-in page
 		r.Get("/auth/oidc/callback", e.sso.callback)
+		// Linking to an existing account by its email needs its password,
+		// also with WEFT_OIDC_ONLY (it signs in nobody but the linked account).
+		r.Get("/auth/oidc/link", e.sso.showLink)
+		r.Post("/auth/oidc/link", e.sso.link)
 		r.Get("/invite/{token}", e.sso.describe(e.auth.showInvite))
 		r.Get("/reset/{token}", e.account.showReset)
 		r.Post("/reset/{token}", e.account.reset)
