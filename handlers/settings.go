@@ -34,8 +34,19 @@ func (h *settings) render(w http.ResponseWriter, r *http.Request, status int, ac
 
 // renderTokens draws /settings with the API tokens part's new token or
 // error.
+// An htmx request (the create form) gets the part alone, so that a reload
+// is a GET of /settings, which never shows the token again.
 func (h *settings) renderTokens(w http.ResponseWriter, r *http.Request, status int, created *views.CreatedToken, tokenErr string) {
-	h.renderWith(w, r, status, "", created, tokenErr)
+	if !isHTMX(r) {
+		h.renderWith(w, r, status, "", created, tokenErr)
+		return
+	}
+	toks, err := h.tokens.section(r, created, tokenErr)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	render(w, r, status, views.TokensPart(toks))
 }
 
 func (h *settings) renderWith(w http.ResponseWriter, r *http.Request, status int, accountErr string, created *views.CreatedToken, tokenErr string) {
