@@ -17,9 +17,11 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"weft/chat"
 	"weft/db"
 	"weft/handlers"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 // apiUser is a signed-in person and their API token.
@@ -491,3 +493,38 @@ func rawAPIHeader(t *testing.T, app *testenv.App, method, path, token, body stri
 }
 
 func handlersConfigWithRate(perMinute int) handlers.Config { return handlers.Config{APIRate: perMinute} }
+
+func TestAPIAnswersCountAgainstThePerUserRunCap(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	app := testenv.Start(t, store, testenv.Options{Chat: chat.Config{PerUserRuns: 1}})
+	a := newAPIUser(t, app, "cap@example.com")
+	client := openAIClient(app, a.token)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "tiny",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("[[tokens:1]] [[hang]]")}})
+	if !stream.Next() {
+		t.Fatalf("the first answer did not start: %v", stream.Err())
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := app.Fake.WaitRequests(wctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r := rawAPI(t, app, "POST", "/v1/chat/completions", a.token, `{"model":"tiny","messages":[{"role":"user","content":"hi"}]}`)
+	if r.StatusCode != http.StatusTooManyRequests || !strings.Contains(r.Body, "too_many_runs") {
+		t.Fatalf("a second answer while one runs = %d %s, want 429", r.StatusCode, r.Body)
+	}
+	cancel()
+	_ = stream.Close()
+	if err := app.Fake.WaitCancelled(wctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// The slot is free again once the first answer ended.
+	if !testwait.Until(10*time.Second, func() bool {
+		return rawAPI(t, app, "POST", "/v1/chat/completions", a.token, `{"model":"tiny","messages":[{"role":"user","content":"hi"}]}`).StatusCode == http.StatusOK
+	}) {
+		t.Error("the run slot was not released")
+	}
+}
