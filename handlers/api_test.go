@@ -492,7 +492,9 @@ func rawAPIHeader(t *testing.T, app *testenv.App, method, path, token, body stri
 	return rawResponse{resp.StatusCode, resp.Header, string(b)}
 }
 
-func handlersConfigWithRate(perMinute int) handlers.Config { return handlers.Config{APIRate: perMinute} }
+func handlersConfigWithRate(perMinute int) handlers.Config {
+	return handlers.Config{APIRate: perMinute}
+}
 
 func TestAPIAnswersCountAgainstThePerUserRunCap(t *testing.T) {
 	t.Parallel()
