@@ -530,3 +530,27 @@ func TestAPIAnswersCountAgainstThePerUserRunCap(t *testing.T) {
 		t.Error("the run slot was not released")
 	}
 }
+
+func TestAnImageAsADataURLReachesAVisionModel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	app := testenv.Start(t, store, testenv.Options{})
+	a := newAPIUser(t, app, "vision@example.com")
+	client := openAIClient(app, a.token)
+	png := testPNG(t, 4, 3)
+	_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "vision",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+			openai.TextContentPart("What is in the picture?"),
+			openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)}),
+		})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := app.Fake.Requests()
+	msgs := reqs[len(reqs)-1].Chat.Messages
+	last := msgs[len(msgs)-1]
+	if last.Content != "What is in the picture?" || len(last.Images) != 1 || string(last.Images[0]) != string(png) {
+		t.Errorf("the model got %q with %d images", last.Content, len(last.Images))
+	}
+}

@@ -57,7 +57,7 @@ func TokensPart(d TokenSettings) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"settings tokens\" id=\"tokens\"><h2>API tokens</h2><p class=\"hint\">Programs use these with the OpenAI-compatible API under <code>/v1</code> (<code>Authorization: Bearer weft_…</code>). A token acts as you; it works only on the API, never on these pages.</p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"settings tokens\" id=\"tokens\" data-testid=\"tokens\"><h2>API tokens</h2><p class=\"hint\">Programs use these with the OpenAI-compatible API under <code>/v1</code> (<code>Authorization: Bearer weft_…</code>). A token acts as you; it works only on the API, never on these pages.</p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
