@@ -76,10 +76,12 @@ type apiRuns struct {
 	n  map[int64]int
 }
 
-// acquire takes one of the user's run slots: browser runs (running or
-// waiting, on any instance, from the database) and this instance's API
-// answers count together against PerUserRuns.
-func (rt *Runtime) acquireAPISlot(ctx context.Context, user int64) (func(), error) {
+// APISlot takes one of the user's run slots for an API answer, before it
+// begins (a refusal is then a plain 429, not an error inside a stream):
+// browser runs (running or waiting, on any instance, from the database)
+// and this instance's API answers count together against PerUserRuns.
+// The caller calls release when the answer is over.
+func (rt *Runtime) APISlot(ctx context.Context, user int64) (release func(), err error) {
 	running := 0
 	if rc, ok := rt.store.(runCounter); ok {
 		n, err := rc.ActiveRunCount(ctx, user)
@@ -107,20 +109,15 @@ func (rt *Runtime) acquireAPISlot(ctx context.Context, user int64) (func(), erro
 	}, nil
 }
 
-// Complete answers c. delta is called for each piece of the answer as it
+// Complete answers c; the caller holds an APISlot. delta is called for each piece of the answer as it
 // arrives (content, thinking or tool calls; it may be nil); an error it
 // returns stops the model. A cancelled ctx (the caller went away) cancels
 // the model request and returns ctx's error.
 func (rt *Runtime) Complete(ctx context.Context, c Completion, delta func(api.ChatResponse) error) (Completed, error) {
 	out := Completed{Model: c.Model, Route: db.RouteChat}
-	release, err := rt.acquireAPISlot(ctx, c.User)
-	if err != nil {
-		return out, err
-	}
-	defer release()
 	started := time.Now()
-
 	var cs db.ContextSources
+	var err error
 	if uc, ok := rt.store.(userContext); ok {
 		if cs, err = uc.UserContextSources(ctx, c.User); err != nil {
 			return out, fmt.Errorf("load the user's context: %w", err)

@@ -63,6 +63,12 @@ func (a *apiEndpoints) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if c.KBs, msg = a.knowledgeBases(w, r, use, ext.KnowledgeBases); msg == "stop" {
 		return
 	}
+	release, err := a.rt.APISlot(r.Context(), use.User.ID)
+	if err != nil {
+		a.completionError(w, r, err, req.Model)
+		return
+	}
+	defer release()
 	x := exchange{id: "chatcmpl-" + strings.ToLower(rand.Text()), created: a.now().Unix(), req: &req, c: c, ws: ws, store: ext.Store}
 	if req.Stream {
 		a.streamCompletion(w, r, x)

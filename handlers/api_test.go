@@ -518,6 +518,11 @@ func TestAPIAnswersCountAgainstThePerUserRunCap(t *testing.T) {
 	if r.StatusCode != http.StatusTooManyRequests || !strings.Contains(r.Body, "too_many_runs") {
 		t.Fatalf("a second answer while one runs = %d %s, want 429", r.StatusCode, r.Body)
 	}
+	// Streamed too: refused before the stream begins.
+	r = rawAPI(t, app, "POST", "/v1/chat/completions", a.token, `{"model":"tiny","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a second streamed answer while one runs = %d %s, want 429", r.StatusCode, r.Body)
+	}
 	cancel()
 	_ = stream.Close()
 	if err := app.Fake.WaitCancelled(wctx, 1); err != nil {
