@@ -3,9 +3,14 @@ package handlers
 import (
 	"encoding/json"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/ollama/ollama/api"
 )
+
+// apiHeartbeat is how often a quiet stream gets a comment.
+const apiHeartbeat = 15 * time.Second
 
 // streamCompletion answers a completion as OpenAI's stream: a first chunk
 // with the role, a chunk per piece of content, reasoning or tool calls as
@@ -19,6 +24,34 @@ func (a *apiEndpoints) streamCompletion(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return
 	}
+	// Heartbeat comments (which OpenAI's clients skip) keep proxies from
+	// closing the stream while the model loads or knowledge bases are
+	// searched; mu orders them with the chunks.
+	var mu sync.Mutex
+	send := func(data string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return es.sendData(data)
+	}
+	stop := make(chan struct{})
+	var beats sync.WaitGroup
+	defer func() { close(stop); beats.Wait() }() // nothing writes after the handler
+	beats.Go(func() {
+		t := time.NewTicker(apiHeartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-r.Context().Done():
+				return
+			case <-t.C:
+				mu.Lock()
+				_ = es.comment()
+				mu.Unlock()
+			}
+		}
+	})
 	chunk := func(delta map[string]any, finish any, extra map[string]any) error {
 		c := map[string]any{"id": x.id, "object": "chat.completion.chunk", "created": x.created, "model": x.req.Model,
 			"choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
@@ -29,7 +62,7 @@ func (a *apiEndpoints) streamCompletion(w http.ResponseWriter, r *http.Request, 
 		if err != nil {
 			return err
 		}
-		return es.sendData(string(b))
+		return send(string(b))
 	}
 	if chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil) != nil {
 		return
@@ -64,9 +97,9 @@ func (a *apiEndpoints) streamCompletion(w http.ResponseWriter, r *http.Request, 
 			f.Code = &code
 		}
 		if b, err := json.Marshal(map[string]apiFailure{"error": f}); err == nil {
-			_ = es.sendData(string(b))
+			_ = send(string(b))
 		}
-		_ = es.sendData("[DONE]")
+		_ = send("[DONE]")
 		return
 	}
 	if chunk(map[string]any{}, finishReason(done), map[string]any{"weft": a.weftPart(r, x, done)}) != nil {
@@ -77,9 +110,9 @@ func (a *apiEndpoints) streamCompletion(w http.ResponseWriter, r *http.Request, 
 	if so := x.req.StreamOptions; so != nil && so.IncludeUsage {
 		b, err := json.Marshal(map[string]any{"id": x.id, "object": "chat.completion.chunk", "created": x.created,
 			"model": x.req.Model, "choices": []any{}, "usage": usage(done)})
-		if err != nil || es.sendData(string(b)) != nil {
+		if err != nil || send(string(b)) != nil {
 			return
 		}
 	}
-	_ = es.sendData("[DONE]")
+	_ = send("[DONE]")
 }
