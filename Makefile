@@ -34,7 +34,7 @@ lint: ## gofmt, go vet, templ generate and go mod tidy must leave no diff
 	    echo "go tool templ generate changed generated files:"; git status --porcelain -- '*_templ.go'; exit 1; fi
 
 FUZZTIME ?= 30s
-FUZZPKGS ?= ./extract/ ./media/ ./views/ ./chat/ ./handlers/
+FUZZPKGS ?= ./extract/ ./media/ ./views/ ./chat/ ./handlers/ ./importer/
 
 .PHONY: fuzz
 fuzz: ## fuzz every reader, detection, Sniff, thumbnails, markdown, import and SSE framing, FUZZTIME each (default 30s); findings land in testdata/fuzz

@@ -16,6 +16,7 @@ import (
 	"weft/chat"
 	"weft/extract"
 	"weft/handlers"
+	"weft/importer"
 	"weft/internal/app"
 	"weft/mcp"
 	"weft/media"
@@ -41,6 +42,7 @@ type config struct {
 	embedModel   string
 	kbFileBytes  int64
 	uploadBytes  int64
+	importBytes  int64 // WEFT_IMPORT_MAX_BYTES: one export to import
 	attachBytes  int64
 	attachFiles  int
 	extractors   int
@@ -56,6 +58,7 @@ type config struct {
 	subRounds, subSeconds, subConcurrency int
 	userBytes                             int64
 	kbWebOff                              bool
+	search                                rag.WebSearchSettings // WEFT_SEARCH_URL, WEFT_SEARCH_KIND
 	shell                                 sandbox.Config
 	s3                                    *media.S3Config // nil: blobs under WEFT_DATA_DIR/blobs
 	mcp                                   mcp.Config      // WEFT_MCP_CONFIG
@@ -115,6 +118,9 @@ func loadConfig() (config, error) {
 	if c.uploadBytes, err = envInt[int64]("WEFT_KB_MAX_UPLOAD_BYTES", 512<<20, 1024); err != nil {
 		return c, err
 	}
+	if c.importBytes, err = envInt[int64]("WEFT_IMPORT_MAX_BYTES", importer.DefaultMaxBytes, 1024); err != nil {
+		return c, err
+	}
 	if c.attachBytes, err = envInt[int64]("WEFT_ATTACH_MAX_BYTES", 8<<20, 1024); err != nil {
 		return c, err
 	}
@@ -162,6 +168,9 @@ func loadConfig() (config, error) {
 		c.kbWebOff = true
 	default:
 		return c, fmt.Errorf("WEFT_KB_WEB must be on or off (knowledge bases may add pages from the web), got %q", v)
+	}
+	if c.search, err = searchConfig(); err != nil {
+		return c, err
 	}
 	if c.shell, err = shellConfig(); err != nil {
 		return c, err
@@ -305,7 +314,8 @@ func appConfig(cfg config) app.Config {
 		DataDir:      cfg.dataDir,
 		Chat:         chat.Config{Instance: cfg.instance, PerUserRuns: cfg.userRuns, CompactAt: cfg.compactAt},
 		MCP:          cfg.mcp,
-		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes, WebOff: cfg.kbWebOff},
+		RAG:          rag.Config{MaxFileBytes: cfg.kbFileBytes, WebOff: cfg.kbWebOff, Search: cfg.search},
+		Import:       importer.Limits{MaxBytes: cfg.importBytes},
 		Shell:        &cfg.shell,
 		Agent: agent.Config{Hooks: cfg.hooks, SubagentRounds: cfg.subRounds, SubagentTime: time.Duration(cfg.subSeconds) * time.Second,
 			SubagentConcurrency: cfg.subConcurrency},
@@ -336,4 +346,23 @@ func apiRate(perMinute int) int {
 		return -1
 	}
 	return perMinute
+}
+
+// searchConfig reads the search service used until an administrator saves
+// one on /admin: WEFT_SEARCH_URL (a SearXNG instance's base URL) and
+// WEFT_SEARCH_KIND (searxng, the default).
+func searchConfig() (rag.WebSearchSettings, error) {
+	w := rag.WebSearchSettings{Kind: os.Getenv("WEFT_SEARCH_KIND"), URL: strings.TrimRight(strings.TrimSpace(os.Getenv("WEFT_SEARCH_URL")), "/")}
+	if w.Kind == "" {
+		w.Kind = rag.SearchSearXNG
+	}
+	if w.Kind != rag.SearchSearXNG {
+		return w, fmt.Errorf("WEFT_SEARCH_KIND must be searxng, got %q", w.Kind)
+	}
+	if w.URL != "" {
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return w, fmt.Errorf("WEFT_SEARCH_URL must be an http or https URL (a SearXNG instance), got %q", w.URL)
+		}
+	}
+	return w, nil
 }

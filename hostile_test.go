@@ -158,6 +158,34 @@ func TestHostileFilesThroughEveryUploadPathNeverTakeTheServerDown(t *testing.T) 
 		t.Errorf("deep JSON import = %d %q", deep.StatusCode, visibleError(deep.Body))
 	}
 
+	// 4. Other apps' exports (issue 19), imported in the background: a
+	// ChatGPT export with a conversation nested 100,000 deep, one holding
+	// 30 MB of text in one message, a loop of parent links and a good one.
+	node := func(id, parent, text string) string {
+		return fmt.Sprintf(`%q:{"id":%q,"parent":%s,"message":{"author":{"role":"user"},"content":{"content_type":"text","parts":[%q]}}}`,
+			id, id, parent, text)
+	}
+	gpt := `[{"title":"deep","mapping":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `},` +
+		`{"title":"huge","mapping":{` + node("a", "null", strings.Repeat("ü", 15<<20)) + `}},` +
+		`{"title":"loop","mapping":{` + node("a", `"b"`, "x") + `,` + node("b", `"a"`, "y") + `}},` +
+		`{"title":"fine","mapping":{` + node("a", "null", "hello") + `}}]`
+	gr := postFiles(t, alice, "/import", nil, "file", "conversations.json", []byte(gpt))
+	alive("after uploading a hostile ChatGPT export")
+	loc := gr.Header.Get("Location")
+	if gr.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/imports/") {
+		t.Fatalf("hostile ChatGPT export = %d %q", gr.StatusCode, visibleError(gr.Body))
+	}
+	var report string
+	testwait.For(t, "the hostile export's report", 2*time.Minute, func() bool {
+		report = alice.Get(loc + "/progress").Body
+		return strings.Contains(report, `data-status="done"`) || strings.Contains(report, `data-status="failed"`)
+	})
+	alive("after importing a hostile ChatGPT export")
+	if !strings.Contains(report, "2 conversations imported") || !strings.Contains(report, "nested more than 64 levels") ||
+		internals.MatchString(report) {
+		t.Errorf("the hostile export's report:\n%s", report)
+	}
+
 	// The other user's answer went on and ended complete.
 	select {
 	case g := <-gaps:

@@ -141,7 +141,7 @@ func (rt *Runtime) Complete(ctx context.Context, c Completion, delta func(api.Ch
 			return out, nil
 		}
 		out.Sources = sources
-		routeContext = ragContext(c.KBs, sources)
+		routeContext = ragContext(c.KBs, false, sources)
 	}
 
 	msgs := make([]api.Message, 0, len(c.Messages)+1)
@@ -236,7 +236,7 @@ func (rt *Runtime) completionSources(ctx context.Context, c Completion, numCtx i
 		return "", nil, usererr.Wrap(err, "the knowledge base could not be searched; the server log has the details")
 	}
 	if len(sources) == 0 {
-		return nothingFound(c.KBs), nil, nil
+		return nothingFound(c.KBs, false), nil, nil
 	}
 	return "", sources, nil
 }

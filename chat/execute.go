@@ -166,18 +166,18 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 	}
 	var sources []db.Source
 	if r.Kind == db.RouteRAG {
-		kbs, found, direct, err := rt.retrieve(ctx, lr, r, req.Partial)
+		g, err := rt.retrieve(ctx, lr, r, req.Partial)
 		if err != nil {
 			return Assembly{}, db.Thread{}, err
 		}
-		if direct != "" {
-			a := Assembly{Direct: direct}
+		if g.direct != "" {
+			a := Assembly{Direct: g.direct}
 			a.Sources.Thread, err = rt.store.Thread(ctx, r.OwnerID, r.ThreadID)
 			return a, a.Sources.Thread, err
 		}
-		if len(kbs) > 0 {
-			sources = found
-			req.RouteContext = ragContext(kbs, sources)
+		if g.on() {
+			sources = g.sources
+			req.RouteContext = ragContext(g.kbs, g.web, sources)
 		}
 	}
 	a, err := rt.Assemble(ctx, req)

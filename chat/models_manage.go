@@ -59,6 +59,10 @@ func (p *Pulls) targets(server string) ([]ModelServer, error) {
 	return nil, usererr.New("There is no model server of that name.")
 }
 
+// errNotAModel refuses a name no model has, before any server is asked
+// (Ollama's 400 would read as a server that did not answer).
+var errNotAModel = usererr.New("That is not a model name: open Delete… or Unload on the model's row.")
+
 func onServer(name string) string {
 	if name == "" {
 		return ""
@@ -67,13 +71,19 @@ func onServer(name string) string {
 }
 
 // Delete removes model from server ("": from every server that has it).
-// A model being pulled is refused: the pull would bring it back.
+// A model being pulled is refused: the pull would bring it back. It is
+// unloaded first: Ollama's delete removes the files but leaves the model
+// in memory (for good with OLLAMA_KEEP_ALIVE=-1), where no unload can
+// reach it any more — that answers 404 once the model is gone.
 func (p *Pulls) Delete(ctx context.Context, admin int64, model, server string) error {
+	if !modelName.MatchString(model) {
+		return errNotAModel
+	}
 	targets, err := p.targets(server)
 	if err != nil {
 		return err
 	}
-	pulling, err := p.store.RunningModelPull(ctx, admin, model, "*")
+	pulling, err := p.store.RunningModelPull(ctx, admin, taggedName(model), "*")
 	if err != nil {
 		return err
 	}
@@ -83,6 +93,9 @@ func (p *Pulls) Delete(ctx context.Context, admin int64, model, server string) e
 	deleted := 0
 	var failed []string
 	for _, s := range targets {
+		if err := s.client.Unload(ctx, model); err != nil && !isNotFound(err) {
+			slog.Warn("unload model before deleting it", "model", model, "server", s.URL, "err", err)
+		}
 		err := s.client.Delete(ctx, &api.DeleteRequest{Model: model})
 		var se api.StatusError
 		switch {
@@ -153,20 +166,35 @@ func (p *Pulls) Loaded(ctx context.Context) (out []Loaded, down []string) {
 
 // Unload takes model out of server's memory ("": every server's).
 func (p *Pulls) Unload(ctx context.Context, model, server string) error {
+	if !modelName.MatchString(model) {
+		return errNotAModel
+	}
 	targets, err := p.targets(server)
 	if err != nil {
 		return err
 	}
+	missing := 0
 	for _, s := range targets {
 		err := s.client.Unload(ctx, model)
-		var se api.StatusError
-		if errors.As(err, &se) && se.StatusCode == 404 {
-			continue // not on this server
+		if isNotFound(err) {
+			missing++ // not on this server
+			continue
 		}
 		if err != nil {
 			slog.Warn("unload model", "model", model, "server", s.URL, "err", err)
 			return usererr.New(fmt.Sprintf("%s could not be unloaded%s: the server did not answer.", model, onServer(s.Name)))
 		}
 	}
+	if missing == len(targets) {
+		// Ollama unloads only a model it has on disk: one deleted
+		// elsewhere stays in memory until its keep-alive ends.
+		return usererr.New(fmt.Sprintf("%s is no longer on the model server, so it cannot be unloaded: it leaves memory when its keep-alive ends.", model))
+	}
 	return nil
+}
+
+// isNotFound is the model server's 404: no such model there.
+func isNotFound(err error) bool {
+	var se api.StatusError
+	return errors.As(err, &se) && se.StatusCode == 404
 }

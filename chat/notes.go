@@ -128,7 +128,7 @@ func (rt *Runtime) note(n db.Note) {
 		rt.progress.follow(n.ID, time.Now().Add(followTTL))
 	case db.NoteQueued:
 		rt.noteQueued(n.ID)
-	case db.NotePull, db.NotePullStop:
+	case db.NotePull, db.NotePullEnd, db.NotePullStop:
 		// A model pull changed or was asked to stop (issue 18).
 		if rt.pulls != nil {
 			rt.pulls.note(n)

@@ -27,7 +27,8 @@ import (
 // that started it: the stream of /api/pull is read by OllamaClient.Pull,
 // its lines folded into the pull's progress in memory, and the progress
 // written at most every FlushEvery (1 s), each write notifying every
-// instance (db.NotePull), whose followers read the row again. Cancel,
+// instance (db.NotePull; its end db.NotePullEnd), whose followers read the
+// row again. Cancel,
 // from any instance, sets the row's flag and notifies (db.NotePullStop):
 // the instance running the pull cancels its request at once (or at its
 // next write, which reads the flag, when the note was lost). A pull whose
@@ -43,6 +44,7 @@ type PullStore interface {
 	SaveModelPull(ctx context.Context, id int64, pr db.PullProgress) (bool, error)
 	FinishModelPull(ctx context.Context, id int64, status string, pr db.PullProgress, errText string) error
 	InterruptOrphanedPulls(ctx context.Context, self string, staleAfter time.Duration) ([]int64, error)
+	InterruptStalledPulls(ctx context.Context, instance string, live []int64, staleAfter time.Duration) ([]int64, error)
 }
 
 // Pulls manages the models of the model servers.
@@ -103,11 +105,22 @@ func (p *Pulls) Servers() []ModelServer { return p.servers }
 // "llama3.2", "qwen3:8b" or "hf.co/org/model:Q4_K_M".
 var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,299}$`)
 
+// taggedName is name with Ollama's default tag when it has none
+// ("llama3.2" is "llama3.2:latest"), as the servers list it: a pull is
+// recorded under it, so that one model is one running pull whichever way
+// it was typed, and a delete from the list sees it being pulled.
+func taggedName(name string) string {
+	if i := strings.LastIndex(name, "/"); !strings.Contains(name[i+1:], ":") {
+		return name + ":latest"
+	}
+	return name
+}
+
 // Pull starts pulling model onto server ("": every server), for admin,
 // and returns the pulls started. A name that is not a model name, or a
 // model already being pulled onto that server, is refused.
 func (p *Pulls) Pull(ctx context.Context, admin int64, model, server string) ([]db.ModelPull, error) {
-	model = strings.TrimSpace(model)
+	model = taggedName(strings.TrimSpace(model))
 	if !modelName.MatchString(model) {
 		return nil, usererr.New("Type a model name such as llama3.2 or qwen3:8b (letters, digits and . _ : / @ + -, at most 300).")
 	}
@@ -215,11 +228,14 @@ func (p *Pulls) wake(id int64, all bool) {
 
 // note takes a note about a pull (on the listener's goroutine).
 func (p *Pulls) note(n db.Note) {
-	if n.Kind == db.NotePullStop {
+	switch n.Kind {
+	case db.NotePullStop:
 		p.stopLive(n.ID, errPullCancelled)
-	} else {
+	case db.NotePullEnd:
 		// The pull may have ended on another instance: its model is read
 		// again by the next page instead of after the catalogue's 30 s.
+		// (Not on every progress write: the catalogue would be read from
+		// the servers every second for as long as a pull runs.)
 		p.models.Invalidate()
 	}
 	p.wake(n.ID, false)
@@ -249,6 +265,23 @@ func (p *Pulls) recover(ctx context.Context, self string, staleAfter time.Durati
 	}
 }
 
+// settleStalled marks interrupted the pulls this instance ran whose end
+// could not be written (housekeeping): their rows would say running
+// forever.
+func (p *Pulls) settleStalled(ctx context.Context, staleAfter time.Duration) {
+	p.mu.Lock()
+	live := make([]int64, 0, len(p.live))
+	for id := range p.live {
+		live = append(live, id)
+	}
+	p.mu.Unlock()
+	if ids, err := p.store.InterruptStalledPulls(ctx, p.instance, live, staleAfter); err != nil {
+		slog.Warn("interrupt stalled model pulls", "err", err)
+	} else if len(ids) > 0 {
+		slog.Info("model pulls whose end was not saved interrupted", "count", len(ids))
+	}
+}
+
 // shutdown interrupts the running pulls and waits until their rows say so.
 func (p *Pulls) shutdown() {
 	p.mu.Lock()
@@ -273,19 +306,32 @@ type livePull struct {
 	savedCompleted int64
 }
 
+// Bounds of what a model server's progress lines may make a pull hold:
+// its words are untrusted (a NUL, which Postgres refuses in text, would
+// keep the row from ever being written again), and a hostile or broken
+// server could send endless distinct layers or sizes that overflow.
+const (
+	maxPullText   = 200     // runes of a status line shown on the row
+	maxPullDigest = 100     // a layer's digest ("sha256:" and 64 hex digits)
+	maxPullLayers = 256     // layers counted; more are not summed
+	maxLayerBytes = 1 << 44 // 16 TB: a layer's total and completed
+)
+
 // update folds one progress line in.
 func (lp *livePull) update(r api.ProgressResponse) {
 	lp.mu.Lock()
 	defer lp.mu.Unlock()
-	lp.pr.StatusText = r.Status
+	lp.pr.StatusText = usererr.Untrusted(r.Status, maxPullText)
 	if r.Status == "success" {
 		lp.success = true
 	}
-	if r.Digest == "" {
+	digest := usererr.Untrusted(r.Digest, maxPullDigest)
+	if _, seen := lp.layers[digest]; digest == "" || (!seen && len(lp.layers) >= maxPullLayers) {
 		return
 	}
-	lp.pr.Digest = r.Digest
-	lp.layers[r.Digest] = [2]int64{r.Completed, r.Total}
+	total := min(max(r.Total, 0), maxLayerBytes)
+	lp.pr.Digest = digest
+	lp.layers[digest] = [2]int64{min(max(r.Completed, 0), total), total}
 	lp.pr.Layers = len(lp.layers)
 	lp.pr.Completed, lp.pr.Total = 0, 0
 	for _, l := range lp.layers {

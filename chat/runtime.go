@@ -77,6 +77,9 @@ type Config struct {
 	// Retriever searches knowledge bases for the rag route (nil: rag
 	// answers say that retrieval is unavailable).
 	Retriever Retriever
+	// WebSearch searches the web for threads with "Search the web" on
+	// (nil: their answers say web search is not available).
+	WebSearch WebSearcher
 	// CompactAt is the context fill (estimated prompt / num_ctx) past which
 	// older turns are summarized before sending (default 0.85; 1 or more:
 	// only when the prompt does not fit).
@@ -231,6 +234,7 @@ func (rt *Runtime) housekeeping() {
 		}
 		if rt.pulls != nil {
 			rt.pulls.recover(ctx, "", rt.cfg.StaleAfter)
+			rt.pulls.settleStalled(ctx, rt.cfg.StaleAfter)
 		}
 		rt.adoptWaiting(ctx, false)
 		rt.kickQueued(ctx, 0)

@@ -29,6 +29,10 @@ type Input struct {
 	// agent field).
 	SetAgent bool
 	Agent    bool
+	// SetWeb turns the thread's web search to Web (the composer's web
+	// field).
+	SetWeb bool
+	Web    bool
 	// Files are the files sent with the message, as read from the request;
 	// Media are generated images of the user attached to it.
 	Files []media.Upload
@@ -97,7 +101,7 @@ func (rt *Runtime) Send(ctx context.Context, user int64, in Input) (db.Sent, err
 	sent, err := rt.store.SendMessage(ctx, user, db.Send{
 		ThreadID: in.ThreadID, WorkspaceID: in.WorkspaceID, Title: provisionalTitle(content), Model: model,
 		Content: content, SetRole: in.SetRole, RoleID: in.RoleID, SettingsFrom: in.From,
-		SetKBs: in.SetKBs, KBs: in.KBs, SetAgent: in.SetAgent, Agent: in.Agent,
+		SetKBs: in.SetKBs, KBs: in.KBs, SetAgent: in.SetAgent, Agent: in.Agent, SetWeb: in.SetWeb, Web: in.Web,
 		Attachments: files, Media: in.Media, Route: ChooseRoute,
 	})
 	return rt.queued(sent, gone(err, in))

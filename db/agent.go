@@ -371,6 +371,13 @@ var ErrNotResumable = errors.New("db: run cannot be resumed")
 func (d *DB) ResumeRun(ctx context.Context, user, run int64) (Run, error) {
 	var r Run
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		// The thread's row first, in the mode its update below needs, then
+		// the run, then its answer (run_locks.go).
+		var thread int64
+		if err := tx.QueryRow(ctx, `SELECT t.id FROM runs r JOIN threads t ON t.id = r.thread_id
+			WHERE r.id = $1 AND r.owner_id = $2 FOR NO KEY UPDATE OF t`, run, user).Scan(&thread); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `UPDATE runs SET status = 'queued', error = '', finished_at = NULL,
 				cancel_requested = false, instance_id = ''
 			WHERE id = $1 AND owner_id = $2 AND kind = 'agent' AND status = 'interrupted' AND parent_run_id IS NULL

@@ -39,6 +39,9 @@ type ImportedThread struct {
 	Notes      string
 	ActiveLeaf int // index into Messages, -1: the last message
 	Messages   []ImportedMessage
+	// CreatedAt and UpdatedAt are the conversation's own times (zero: now);
+	// UpdatedAt also places it in the sidebar.
+	CreatedAt, UpdatedAt time.Time
 }
 
 // ImportThread creates a thread in one of the user's active workspaces from
@@ -46,9 +49,30 @@ type ImportedThread struct {
 func (d *DB) ImportThread(ctx context.Context, user, workspace int64, in ImportedThread) (Thread, error) {
 	var t Thread
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `INSERT INTO threads (workspace_id, owner_id, title, model, notes, title_state)
-			SELECT id, owner_id, $3, $4, $5, 'user' FROM workspaces WHERE id = $1 AND owner_id = $2 AND status = 'active'
-			RETURNING `+threadCols, workspace, user, in.Title, in.Model, in.Notes)
+		var err error
+		t, err = importThreadTx(ctx, tx, user, workspace, in)
+		return err
+	})
+	return t, mapErr(err)
+}
+
+// importThreadTx stores an imported tree in tx (ImportThread, and each
+// conversation of a foreign import).
+func importThreadTx(ctx context.Context, tx pgx.Tx, user, workspace int64, in ImportedThread) (Thread, error) {
+	var t Thread
+	err := func() error {
+		now := time.Now()
+		created, updated := in.CreatedAt, in.UpdatedAt
+		if created.IsZero() {
+			created = now
+		}
+		if updated.IsZero() || updated.Before(created) {
+			updated = created
+		}
+		rows, err := tx.Query(ctx, `INSERT INTO threads (workspace_id, owner_id, title, model, notes, title_state,
+				created_at, updated_at, last_activity_at)
+			SELECT id, owner_id, $3, $4, $5, 'user', $6, $7, $7 FROM workspaces WHERE id = $1 AND owner_id = $2 AND status = 'active'
+			RETURNING `+threadCols, workspace, user, in.Title, in.Model, in.Notes, created, updated)
 		if err != nil {
 			return err
 		}
@@ -96,6 +120,6 @@ func (d *DB) ImportThread(ctx context.Context, user, workspace int64, in Importe
 		t.ActiveLeafID = &leaf
 		_, err = tx.Exec(ctx, "UPDATE threads SET active_leaf_id = $2 WHERE id = $1", t.ID, leaf)
 		return err
-	})
-	return t, mapErr(err)
+	}()
+	return t, err
 }

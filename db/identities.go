@@ -38,13 +38,25 @@ func (d *DB) TouchIdentity(ctx context.Context, issuer, subject, email string) (
 	return u, mapErr(err)
 }
 
-// LinkIdentity links (issuer, subject) to an existing account. ErrConflict
-// when the identity is already linked (to any account), ErrOtherIdentity
-// when the account already has another identity of this issuer.
-func (d *DB) LinkIdentity(ctx context.Context, user int64, id Identity) error {
-	_, err := d.q().Exec(ctx, `INSERT INTO user_identities (user_id, issuer, subject, email) VALUES ($1, $2, $3, $4)`,
-		user, id.Issuer, id.Subject, id.Email)
-	return identityErr(err)
+// LinkIdentity links (issuer, subject) to an existing account and, in the
+// same transaction, ends every session of the account: whoever was signed
+// in to it before the link (someone who made the account under another's
+// address, say) is signed out. It returns the tokens it ended.
+// ErrConflict when the identity is already linked (to any account),
+// ErrOtherIdentity when the account already has another identity of this
+// issuer; nothing is linked or ended then.
+func (d *DB) LinkIdentity(ctx context.Context, user int64, id Identity) ([]string, error) {
+	var ended []string
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO user_identities (user_id, issuer, subject, email) VALUES ($1, $2, $3, $4)`,
+			user, id.Issuer, id.Subject, id.Email); err != nil {
+			return identityErr(err)
+		}
+		var err error
+		ended, err = endSessions(ctx, tx, user, "")
+		return err
+	})
+	return ended, err
 }
 
 // Identities lists the identities linked to an account.
@@ -67,6 +79,9 @@ type NewIdentityUser struct {
 	// SetupToken is the first administrator's setup token, when the first
 	// account is made this way (see consumeSetupToken).
 	SetupToken string
+	// Invite is an invite link's token, which invite-only sign-up needs
+	// (and open sign-up uses up when it is usable), as for CreateAccount.
+	Invite string
 	// IgnoreSignupMode admits the account although sign-up is not open:
 	// the administrator allowed its email domain explicitly.
 	IgnoreSignupMode bool
@@ -74,10 +89,11 @@ type NewIdentityUser struct {
 
 // CreateUserWithIdentity makes an account, its default workspace and its
 // identity in one transaction, under the same rules and lock as
-// CreateUserWithToken: the first account is the admin and needs a setup
-// token when one was issued (ErrSetupToken); later ones are members, and
-// only while sign-up is open (ErrSignupClosed) unless IgnoreSignupMode.
-// ErrConflict when the email or the identity is taken.
+// CreateAccount: the first account is the admin and needs a setup token
+// when one was issued (ErrSetupToken); later ones are members, while
+// sign-up is open, or invite-only with a usable invite (ErrInvite…), which
+// this transaction uses up — unless IgnoreSignupMode (ErrSignupClosed
+// otherwise). ErrConflict when the email or the identity is taken.
 func (d *DB) CreateUserWithIdentity(ctx context.Context, n NewIdentityUser) (User, Workspace, error) {
 	var u User
 	var ws Workspace
@@ -90,6 +106,7 @@ func (d *DB) CreateUserWithIdentity(ctx context.Context, n NewIdentityUser) (Use
 			return err
 		}
 		role := "member"
+		var invite int64
 		if count == 0 {
 			role = "admin"
 			if err := consumeSetupToken(ctx, tx, n.SetupToken); err != nil {
@@ -100,12 +117,12 @@ func (d *DB) CreateUserWithIdentity(ctx context.Context, n NewIdentityUser) (Use
 			if err != nil {
 				return err
 			}
-			if mode != SignupOpen {
-				return ErrSignupClosed
+			if invite, err = signupAllowed(ctx, tx, mode, n.Invite, n.Email); err != nil {
+				return err
 			}
 		}
-		rows, err := tx.Query(ctx, `INSERT INTO users (email, display_name, password_hash, role)
-			VALUES ($1, $2, $3, $4) RETURNING `+userCols, n.Email, n.DisplayName, n.PasswordHash, role)
+		rows, err := tx.Query(ctx, `INSERT INTO users (email, display_name, password_hash, role, has_password)
+			VALUES ($1, $2, $3, $4, false) RETURNING `+userCols, n.Email, n.DisplayName, n.PasswordHash, role)
 		if err != nil {
 			return err
 		}
@@ -115,6 +132,11 @@ func (d *DB) CreateUserWithIdentity(ctx context.Context, n NewIdentityUser) (Use
 		if _, err := tx.Exec(ctx, `INSERT INTO user_identities (user_id, issuer, subject, email) VALUES ($1, $2, $3, $4)`,
 			u.ID, n.Issuer, n.Subject, n.Email); err != nil {
 			return identityErr(err)
+		}
+		if invite != 0 {
+			if _, err := tx.Exec(ctx, "UPDATE invites SET used_at = now(), used_by = $2 WHERE id = $1", invite, u.ID); err != nil {
+				return err
+			}
 		}
 		ws, err = insertWorkspace(ctx, tx, u.ID, "Personal", true)
 		return err

@@ -152,23 +152,24 @@ func (d *DB) CreatePasswordReset(ctx context.Context, actor, target int64, token
 
 // PasswordResetUser returns the account a password-reset link is for,
 // while the link is usable (ErrNotFound: unknown, used, replaced by a newer
-// link, or expired).
+// link, expired, or its account is disabled).
 func (d *DB) PasswordResetUser(ctx context.Context, token string) (User, error) {
 	return oneRow[User](ctx, d.q(), "SELECT "+prefixCols("u.", userCols)+` FROM password_resets r
-		JOIN users u ON u.id = r.user_id WHERE r.token_hash = $1 AND r.expires_at > now()`, tokenHash(token))
+		JOIN users u ON u.id = r.user_id WHERE r.token_hash = $1 AND r.expires_at > now() AND NOT u.disabled`, tokenHash(token))
 }
 
-// ResetPassword uses a password-reset link: in one transaction the link is
-// used up, the account's password becomes hash and every session of the
+// ResetPassword uses a password-reset link (not while its account is
+// disabled: ErrNotFound): in one transaction the link is used up, the account's password becomes hash and every session of the
 // account ends (their tokens are returned, to end their event streams).
 func (d *DB) ResetPassword(ctx context.Context, token, hash string) (user int64, ended []string, err error) {
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `DELETE FROM password_resets WHERE token_hash = $1 AND expires_at > now()
-			RETURNING user_id`, tokenHash(token)).Scan(&user)
+		err := tx.QueryRow(ctx, `DELETE FROM password_resets r USING users u
+			WHERE r.token_hash = $1 AND r.expires_at > now() AND u.id = r.user_id AND NOT u.disabled
+			RETURNING r.user_id`, tokenHash(token)).Scan(&user)
 		if err != nil {
 			return mapErr(err)
 		}
-		if err := execOne(ctx, tx, "UPDATE users SET password_hash = $2 WHERE id = $1", user, hash); err != nil {
+		if err := execOne(ctx, tx, "UPDATE users SET password_hash = $2, has_password = true WHERE id = $1", user, hash); err != nil {
 			return err
 		}
 		ended, err = endSessions(ctx, tx, user, "")

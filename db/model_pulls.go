@@ -24,7 +24,8 @@ const (
 
 // Notes on RunChannel about pulls (the id is the pull's).
 const (
-	NotePull     = 'm' // pull: its row changed (progress saved, ended)
+	NotePull     = 'm' // pull: its progress was saved
+	NotePullEnd  = 'n' // pull: it ended (the model may have arrived)
 	NotePullStop = 'x' // pull: Cancel was asked for
 )
 
@@ -156,7 +157,7 @@ func (d *DB) FinishModelPull(ctx context.Context, id int64, status string, pr Pu
 		WHERE id = $1 AND status = 'running'`,
 		id, status, pr.StatusText, pr.Digest, pr.Layers, pr.Completed, pr.Total, pr.BytesPerSec, errText)
 	if err == nil {
-		d.notifyAfter(ctx, NotePull, []int64{id})
+		d.notifyAfter(ctx, NotePullEnd, []int64{id})
 	}
 	return err
 }
@@ -175,7 +176,28 @@ func (d *DB) InterruptOrphanedPulls(ctx context.Context, self string, staleAfter
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err == nil {
-		d.notifyAfter(ctx, NotePull, ids)
+		d.notifyAfter(ctx, NotePullEnd, ids)
+	}
+	return ids, err
+}
+
+// InterruptStalledPulls marks interrupted the running pulls of instance
+// that it no longer runs (their ids are not in live) and that were not
+// written for staleAfter: their end could not be saved (the database did
+// not answer then). Left running, they would refuse that model's next
+// pull and its deletion until a restart. It returns their ids.
+func (d *DB) InterruptStalledPulls(ctx context.Context, instance string, live []int64, staleAfter time.Duration) ([]int64, error) {
+	rows, err := d.q().Query(ctx, `UPDATE model_pulls SET status = 'interrupted', finished_at = now(), updated_at = now(),
+			error = 'The end of this pull could not be saved. If the model is not in the list, pull it again: what was downloaded is kept.'
+		WHERE status = 'running' AND instance_id = $1 AND NOT (id = ANY($2::bigint[]))
+			AND updated_at < now() - make_interval(secs => $3)
+		RETURNING id`, instance, live, staleAfter.Seconds())
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err == nil {
+		d.notifyAfter(ctx, NotePullEnd, ids)
 	}
 	return ids, err
 }

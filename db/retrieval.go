@@ -38,6 +38,11 @@ type Source struct {
 	TextPart   float64 `json:"text_part,omitempty"`
 	VectorPart float64 `json:"vector_part,omitempty"`
 	Cited      bool    `json:"cited,omitempty"`
+	// URL is a web source's page (issue 19: web search; KBID and
+	// DocumentID are 0). Snippet: Text is the search service's snippet,
+	// because the page itself could not be read.
+	URL     string `json:"url,omitempty"`
+	Snippet bool   `json:"snippet,omitempty"`
 }
 
 // ChunkHit is a chunk found by one of the searches.

@@ -87,16 +87,29 @@ func (d *DB) ActiveRuns(ctx context.Context, user, thread int64) ([]Run, error) 
 // ClaimNextRun starts the oldest queued run of a thread on this instance,
 // unless the thread already has a running one or the owner already has
 // userCap active runs (running, or waiting for the user's approval: a run
-// waiting holds its slot, or one user could park any number of them). ok is false when nothing was started. The thread and
-// the user rows are locked so that concurrent claims, from any instance,
-// respect both limits.
+// waiting holds its slot, or one user could park any number of them). ok is false when nothing was started. The user row
+// is locked so that concurrent claims, from any instance, respect both
+// limits (a thread's second running run also fails its unique index);
+// FOR NO KEY UPDATE, which excludes other claims (and SetUserDisabled's
+// update) but not the FOR KEY SHARE of a foreign-key check: a tree edit
+// holding this thread's runs may need that while the claim waits for one
+// of them (run_locks.go). A disabled account's runs never start: its
+// queued ones are cancelled here instead.
 func (d *DB) ClaimNextRun(ctx context.Context, thread int64, instance string, userCap int) (r Run, ok bool, err error) {
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
 		var owner int64
 		if err := tx.QueryRow(ctx, "SELECT owner_id FROM threads WHERE id = $1", thread).Scan(&owner); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM users WHERE id = $1 FOR UPDATE", owner); err != nil {
+		var disabled bool
+		if err := tx.QueryRow(ctx, "SELECT disabled FROM users WHERE id = $1 FOR NO KEY UPDATE", owner).Scan(&disabled); err != nil {
+			return err
+		}
+		if disabled {
+			// A send let in just before its account was disabled can queue
+			// a run after the account's runs were stopped: it never starts
+			// (the row lock orders this claim and SetUserDisabled).
+			_, err := cancelUserRuns(ctx, tx, owner)
 			return err
 		}
 		var busy bool
@@ -191,6 +204,9 @@ func (d *DB) SaveProgress(ctx context.Context, parts []Progress, live []int64) (
 		b := &pgx.Batch{}
 		b.Queue("SET LOCAL synchronous_commit = off")
 		if len(restart) > 0 {
+			// The answers' rows before their progress rows, in the mode
+			// the update below needs (run_locks.go).
+			b.Queue("SELECT id FROM messages WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE", restart)
 			b.Queue("DELETE FROM message_progress WHERE message_id = ANY($1)", restart)
 			b.Queue(`UPDATE messages SET content = '', metadata = metadata - 'thinking', updated_at = now()
 				WHERE id = ANY($1) AND status = 'streaming' AND (content <> '' OR metadata ? 'thinking')`, restart)
@@ -332,6 +348,13 @@ func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, 
 	usage, extra := f.Usage, f.Meta
 	extra.Usage, extra.Thinking, extra.Raw = Usage{}, "", nil
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		// The run first, then its answer, then the answer's progress
+		// (run_locks.go).
+		err := tx.QueryRow(ctx, `UPDATE runs SET status = $2, error = $3, usage = $4, finished_at = now() WHERE id = $1
+			RETURNING owner_id`, run, f.RunStatus, f.Error, usage).Scan(&owner)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err // no rows: the run went with its thread, nothing to tell
+		}
 		rows, err := tx.Query(ctx, `UPDATE messages SET content = $2, status = $3, error = $4,
 				metadata = metadata || jsonb_build_object('usage', $5::jsonb)
 					|| CASE WHEN $6 = '' THEN '{}'::jsonb ELSE jsonb_build_object('thinking', $6::text) END
@@ -348,13 +371,8 @@ func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, 
 		if _, err := tx.Exec(ctx, "DELETE FROM message_progress WHERE message_id = $1", msg); err != nil {
 			return err
 		}
-		err = tx.QueryRow(ctx, `UPDATE runs SET status = $2, error = $3, usage = $4, finished_at = now() WHERE id = $1
-			RETURNING owner_id`, run, f.RunStatus, f.Error, usage).Scan(&owner)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // the run went with its thread: nothing to tell
-		}
-		if err != nil {
-			return err
+		if owner == 0 {
+			return nil
 		}
 		return settleLateSteers(ctx, tx, run)
 	})

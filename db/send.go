@@ -33,6 +33,10 @@ type Send struct {
 	// chosen.
 	SetAgent bool
 	Agent    bool
+	// SetWeb turns the thread's web search to Web before the route is
+	// chosen.
+	SetWeb bool
+	Web    bool
 	// Attachments are stored files sent with the message; Media are the
 	// user's generated media attached to it.
 	Attachments []NewAttachment
@@ -103,6 +107,12 @@ func (d *DB) SendMessage(ctx context.Context, user int64, s Send) (Sent, error) 
 				return err
 			}
 			out.Thread.AgentEnabled = s.Agent
+		}
+		if s.SetWeb && s.Web != out.Thread.WebSearch {
+			if _, err := tx.Exec(ctx, "UPDATE threads SET web_search = $2 WHERE id = $1", out.Thread.ID, s.Web); err != nil {
+				return err
+			}
+			out.Thread.WebSearch = s.Web
 		}
 		t := out.Thread
 		if out.User, err = insertMessage(ctx, tx, t.ID, t.ActiveLeafID, RoleUser, s.Content, MsgComplete, MessageMeta{}); err != nil {
@@ -214,6 +224,7 @@ type RouteFacts struct {
 	Agent   bool // the thread's agent mode is on
 	HasKBs  bool // knowledge bases are attached to the thread
 	HasText bool // the user message has text (not only files)
+	Web     bool // the thread searches the web (issue 19)
 }
 
 // Router chooses the route of a new answer, and a note on the answer when
@@ -232,6 +243,7 @@ func routeFacts(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64) (RouteF
 	var f RouteFacts
 	err := tx.QueryRow(ctx, `SELECT (SELECT agent_enabled FROM threads WHERE id = $1),
 			EXISTS (SELECT 1 FROM thread_kbs WHERE thread_id = $1),
-			COALESCE((SELECT btrim(content) <> '' FROM messages WHERE id = $2), false)`, t.ID, userMsg).Scan(&f.Agent, &f.HasKBs, &f.HasText)
+			COALESCE((SELECT btrim(content) <> '' FROM messages WHERE id = $2), false),
+			(SELECT web_search FROM threads WHERE id = $1)`, t.ID, userMsg).Scan(&f.Agent, &f.HasKBs, &f.HasText, &f.Web)
 	return f, err
 }

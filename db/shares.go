@@ -177,9 +177,7 @@ func (d *DB) SharedAttachment(ctx context.Context, s Share, id int64) (Attachmen
 	if !s.IncludeFiles {
 		return Attachment{}, ErrNotFound
 	}
-	return oneRow[Attachment](ctx, d.q(), sharedPathSQL+" SELECT "+prefixed("a.", attachmentCols)+` FROM attachments a
-		JOIN up ON up.id = a.message_id WHERE a.id = $4 AND a.owner_id = $2 AND up.status <> 'streaming'`,
-		s.LeafMessageID, s.OwnerID, s.ThreadID, id)
+	return oneRow[Attachment](ctx, d.q(), sharedAttachmentSQL, s.LeafMessageID, s.OwnerID, s.ThreadID, id)
 }
 
 // SharedMedia returns ready generated media of a message on the link's
@@ -189,7 +187,27 @@ func (d *DB) SharedMedia(ctx context.Context, s Share, id int64) (Media, error) 
 	if !s.IncludeFiles {
 		return Media{}, ErrNotFound
 	}
-	return oneRow[Media](ctx, d.q(), sharedPathSQL+" SELECT "+prefixed("md.", mediaCols)+` FROM media md
-		JOIN up ON up.id = md.message_id WHERE md.id = $4 AND md.status = 'ready' AND up.status <> 'streaming'`,
-		s.LeafMessageID, s.OwnerID, s.ThreadID, id)
+	return oneRow[Media](ctx, d.q(), sharedMediaSQL, s.LeafMessageID, s.OwnerID, s.ThreadID, id)
 }
+
+// sharedFileSQL finds a file of a link's path: the row the query file
+// selects (by $4) must belong to a final message met walking up from the
+// link's leaf ($1, a message of its thread $3 owned by its owner $2). The
+// walk carries no message text and stops at the file's message, so a file
+// of the newest page — every thumbnail a page shows is a request — costs a
+// few steps, not the whole path.
+func sharedFileSQL(file string) string {
+	return `WITH RECURSIVE file AS (` + file + `), up AS (
+		SELECT m.id, m.parent_id, m.status FROM messages m JOIN threads t ON t.id = m.thread_id
+		WHERE m.id = $1 AND t.owner_id = $2 AND m.thread_id = $3
+		UNION ALL
+		SELECT m.id, m.parent_id, m.status FROM messages m JOIN up ON m.id = up.parent_id
+		WHERE up.id <> (SELECT message_id FROM file)
+	)
+	SELECT file.* FROM file JOIN up ON up.id = file.message_id WHERE up.status <> 'streaming'`
+}
+
+var (
+	sharedAttachmentSQL = sharedFileSQL("SELECT " + attachmentCols + " FROM attachments WHERE id = $4 AND owner_id = $2")
+	sharedMediaSQL      = sharedFileSQL("SELECT " + mediaCols + " FROM media WHERE id = $4 AND status = 'ready'")
+)

@@ -16,6 +16,7 @@ type Thread struct {
 	Model          string    `db:"model"`
 	RoleID         *int64    `db:"role_id"`
 	AgentEnabled   bool      `db:"agent_enabled"`
+	WebSearch      bool      `db:"web_search"` // the composer's "Search the web" (issue 19)
 	TTSEnabled     bool      `db:"tts_enabled"`
 	ImageEnabled   bool      `db:"image_enabled"`
 	ContextSummary string    `db:"context_summary"`
@@ -31,7 +32,7 @@ type Thread struct {
 	LastActivityAt time.Time `db:"last_activity_at"`
 }
 
-const threadCols = `id, workspace_id, owner_id, title, model, role_id, agent_enabled, tts_enabled, image_enabled,
+const threadCols = `id, workspace_id, owner_id, title, model, role_id, agent_enabled, web_search, tts_enabled, image_enabled,
 	context_summary, notes, pinned, archived, active_leaf_id, title_state, num_ctx, compaction, created_at, updated_at, last_activity_at`
 
 // ThreadSummary is what the sidebar shows of a thread.
@@ -124,6 +125,14 @@ func (d *DB) SetThreadArchived(ctx context.Context, user, id int64, archived boo
 // can collect blobs no longer referenced.
 func (d *DB) DeleteThread(ctx context.Context, user, id int64) (released []string, err error) {
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
+		// The thread's row first, in the mode its deletion needs, then its
+		// runs, then (by the cascade) its messages: the order of
+		// run_locks.go. Left to the cascade, the runs would go after the
+		// messages (their references set to null), waiting for a run
+		// being settled while it waits for its answer.
+		if err := execOne(ctx, tx, "SELECT 1 FROM threads WHERE id = $1 AND owner_id = $2 FOR UPDATE", id, user); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `SELECT x FROM attachments a JOIN messages m ON m.id = a.message_id,
 				LATERAL (VALUES (a.sha256), (a.thumb_sha)) v(x)
 			WHERE m.thread_id = $1 AND a.owner_id = $2 AND x <> ''
@@ -138,10 +147,13 @@ func (d *DB) DeleteThread(ctx context.Context, user, id int64) (released []strin
 		}
 		// Clear the leaf pointer first so the cascade does not update the
 		// row it is deleting.
-		if err := execOne(ctx, tx, "UPDATE threads SET active_leaf_id = NULL WHERE id = $1 AND owner_id = $2", id, user); err != nil {
+		if _, err := tx.Exec(ctx, "UPDATE threads SET active_leaf_id = NULL WHERE id = $1", id); err != nil {
 			return err
 		}
-		return execOne(ctx, tx, "DELETE FROM threads WHERE id = $1 AND owner_id = $2", id, user)
+		if _, err := tx.Exec(ctx, "DELETE FROM runs WHERE thread_id = $1", id); err != nil {
+			return err
+		}
+		return execOne(ctx, tx, "DELETE FROM threads WHERE id = $1", id)
 	})
 	return released, mapErr(err)
 }

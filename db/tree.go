@@ -76,12 +76,20 @@ func (d *DB) Branches(ctx context.Context, user, thread int64, msgs []Message) (
 // newestLeafSQL selects, for the message $1 owned by $2, the leaf reached by
 // always following the newest child: the end of the branch that message
 // starts.
-const newestLeafSQL = `WITH RECURSIVE down AS (
+const newestLeafSQL = newestLeafHead + newestLeafTail
+
+// newestLeafExceptSQL is newestLeafSQL leaving out the branch that message
+// $3 starts (one about to be deleted).
+const newestLeafExceptSQL = newestLeafHead + " AND id <> $3" + newestLeafTail
+
+const newestLeafHead = `WITH RECURSIVE down AS (
 		SELECT m.id, m.thread_id, 0 AS depth FROM messages m JOIN threads t ON t.id = m.thread_id
 		WHERE m.id = $1 AND t.owner_id = $2 AND NOT (m.role = 'system' AND m.metadata->>'kind' IN ('compaction', 'clear'))
 		UNION ALL
 		SELECT c.id, c.thread_id, down.depth + 1 FROM down
-		JOIN LATERAL (SELECT id, thread_id FROM messages WHERE parent_id = down.id AND role <> 'system'
+		JOIN LATERAL (SELECT id, thread_id FROM messages WHERE parent_id = down.id AND role <> 'system'`
+
+const newestLeafTail = `
 			ORDER BY id DESC LIMIT 1) c ON true
 	)
 	SELECT id, thread_id FROM down ORDER BY depth DESC LIMIT 1`
@@ -135,25 +143,6 @@ func (d *DB) EditMessage(ctx context.Context, user, message int64, content strin
 		return err
 	})
 	return out, mapErr(err)
-}
-
-// lockMessageThread reads one of the user's messages and locks its thread.
-func lockMessageThread(ctx context.Context, tx pgx.Tx, user, message int64, t *Thread) (Message, error) {
-	rows, err := tx.Query(ctx, "SELECT "+liveCols("m.")+` FROM messages m
-		JOIN threads t ON t.id = m.thread_id WHERE m.id = $1 AND t.owner_id = $2`, message, user)
-	if err != nil {
-		return Message{}, err
-	}
-	m, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Message])
-	if err != nil {
-		return Message{}, err
-	}
-	rows, err = tx.Query(ctx, "SELECT "+threadCols+" FROM threads WHERE id = $1 FOR UPDATE", m.ThreadID)
-	if err != nil {
-		return Message{}, err
-	}
-	*t, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Thread])
-	return m, err
 }
 
 // ErrNotContinuable is returned when an answer cannot be continued.
@@ -316,35 +305,41 @@ func (d *DB) DeleteMessage(ctx context.Context, user, message int64) (DeletedSub
 		if out.Released, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 			return err
 		}
-		leafInside := t.ActiveLeafID != nil && slices.Contains(ids, *t.ActiveLeafID)
+		if t.ActiveLeafID != nil && slices.Contains(ids, *t.ActiveLeafID) {
+			// The thread shows the newest remaining branch under the
+			// parent (or the newest remaining root), or nothing when it
+			// will be empty. Written before the deletion, so that the
+			// cascade (active_leaf_id set to null) does not write the
+			// row first: a second write of a row this transaction wrote
+			// checks all its foreign keys again, FOR KEY SHARE on the
+			// owner's row and the workspace's, after the runs are locked
+			// (run_locks.go).
+			var next *int64
+			if m.ParentID != nil {
+				next = m.ParentID
+			} else if err := tx.QueryRow(ctx, "SELECT max(id) FROM messages WHERE thread_id = $1 AND parent_id IS NULL AND id <> $2",
+				t.ID, m.ID).Scan(&next); err != nil {
+				return err
+			}
+			var leaf *int64
+			if next != nil {
+				var l, th int64
+				if err := tx.QueryRow(ctx, newestLeafExceptSQL, *next, user, m.ID).Scan(&l, &th); err != nil {
+					return err
+				}
+				leaf = &l
+			}
+			if _, err := tx.Exec(ctx, "UPDATE threads SET active_leaf_id = $2, updated_at = now() WHERE id = $1", t.ID, leaf); err != nil {
+				return err
+			}
+		}
 		// The runs that asked or answered inside the subtree go too (their
-		// steps cascade), then the messages (attachments and media cascade).
+		// steps cascade), then the messages (attachments and media
+		// cascade): runs before messages, as everywhere (run_locks.go).
 		if _, err := tx.Exec(ctx, `DELETE FROM runs WHERE assistant_message_id = ANY($1) OR user_message_id = ANY($1)`, ids); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE id = $1", m.ID); err != nil {
-			return err
-		}
-		if !leafInside {
-			return nil
-		}
-		// Show the newest remaining branch under the parent (or the newest
-		// remaining root), or nothing when the thread is now empty.
-		var next *int64
-		if m.ParentID != nil {
-			next = m.ParentID
-		} else if err := tx.QueryRow(ctx, "SELECT max(id) FROM messages WHERE thread_id = $1 AND parent_id IS NULL", t.ID).Scan(&next); err != nil {
-			return err
-		}
-		var leaf *int64
-		if next != nil {
-			var l, th int64
-			if err := tx.QueryRow(ctx, newestLeafSQL, *next, user).Scan(&l, &th); err != nil {
-				return err
-			}
-			leaf = &l
-		}
-		_, err = tx.Exec(ctx, "UPDATE threads SET active_leaf_id = $2, updated_at = now() WHERE id = $1", t.ID, leaf)
+		_, err = tx.Exec(ctx, "DELETE FROM messages WHERE id = $1", m.ID)
 		return err
 	})
 	if err == nil {

@@ -216,6 +216,42 @@ func TestDeletingAMessageRemovesItsSubtreeAndMovesTheVisibleBranch(t *testing.T)
 	}
 }
 
+// The branch shown after a deletion is chosen before the rows go (the
+// thread's row is written once, run_locks.go): deleting the newest of two
+// versions shows the older one, deleting a newest root the older root.
+func TestDeletingTheNewestVisibleBranchShowsTheOlderOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	u, ws := newUser(t, store, "newest@example.com")
+	q1 := send(t, store, u.ID, db.Send{WorkspaceID: ws.ID, Content: "q1"})
+	finish(t, store, q1, "a1")
+	q2 := send(t, store, u.ID, db.Send{ThreadID: q1.Thread.ID, Content: "q2"})
+	finish(t, store, q2, "a2")
+	alt, err := store.EditMessage(ctx, u.ID, q2.User.ID, "q2 alt", db.Fixed(db.RouteChat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.DeleteMessage(ctx, u.ID, alt.User.ID); err != nil {
+		t.Fatal(err)
+	}
+	path, _, _ := store.ActivePath(ctx, u.ID, q1.Thread.ID, 10)
+	if got := contents(path); !equal(got, []string{"q1", "a1", "q2", "a2"}) {
+		t.Fatalf("visible branch after deleting the newest version = %v", got)
+	}
+	root2, err := store.EditMessage(ctx, u.ID, q1.User.ID, "q1 alt", db.Fixed(db.RouteChat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.DeleteMessage(ctx, u.ID, root2.User.ID); err != nil {
+		t.Fatal(err)
+	}
+	path, _, _ = store.ActivePath(ctx, u.ID, q1.Thread.ID, 10)
+	if got := contents(path); !equal(got, []string{"q1", "a1", "q2", "a2"}) {
+		t.Fatalf("visible branch after deleting the newest root = %v", got)
+	}
+}
+
 func TestThreadsMoveBetweenWorkspacesAndArchiveAndUnarchive(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,13 +18,30 @@ type UserSession struct {
 	Current   bool      `db:"current"` // the session asking
 }
 
+// ErrPasswordChanged: the account's password changed (a reset, a change on
+// /settings) between a sign-in's password check and its session.
+var ErrPasswordChanged = errors.New("db: the password changed during the sign-in")
+
 // RecordSession maps a session token to its account at sign-in (scs stores
 // the session itself, gob-encoded, at the end of the request). previous is
 // the token the sign-in replaced, whose mapping goes; rows of the account
 // whose session is gone, and rows older than any session can live, are
-// pruned on the way.
-func (d *DB) RecordSession(ctx context.Context, token, previous string, user int64, userAgent string) error {
+// pruned on the way. checked is the password hash a password sign-in was
+// checked against ("" for other sign-ins): when the account's hash is no
+// longer it, nothing is recorded (ErrPasswordChanged). The account's row
+// is locked first, as ResetPassword and SetPassword lock it before they
+// end the sessions: either they see this session and end it, or this sees
+// their new password.
+func (d *DB) RecordSession(ctx context.Context, token, previous string, user int64, userAgent, checked string) error {
 	return d.InTx(ctx, func(tx pgx.Tx) error {
+		var hash string
+		err := tx.QueryRow(ctx, "UPDATE users SET last_seen_at = now() WHERE id = $1 RETURNING password_hash", user).Scan(&hash)
+		if err != nil {
+			return mapErr(err)
+		}
+		if checked != "" && hash != checked {
+			return ErrPasswordChanged
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM user_sessions us WHERE us.token = $1
 			OR us.created_at < now() - interval '31 days'
 			OR (us.user_id = $2 AND us.created_at < now() - interval '1 hour'
@@ -31,13 +49,9 @@ func (d *DB) RecordSession(ctx context.Context, token, previous string, user int
 			previous, user); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO user_sessions (token, user_id, user_agent) VALUES ($1, $2, $3)
+		_, err = tx.Exec(ctx, `INSERT INTO user_sessions (token, user_id, user_agent) VALUES ($1, $2, $3)
 			ON CONFLICT (token) DO UPDATE SET user_id = EXCLUDED.user_id, user_agent = EXCLUDED.user_agent,
 				created_at = now(), last_seen = now()`, token, user, clip(userAgent, 300))
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, "UPDATE users SET last_seen_at = now() WHERE id = $1", user)
 		return err
 	})
 }
@@ -120,7 +134,7 @@ func endSessions(ctx context.Context, q querier, user int64, keep string) ([]str
 func (d *DB) SetPassword(ctx context.Context, user int64, hash, keep string) ([]string, error) {
 	var ended []string
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		if err := execOne(ctx, tx, "UPDATE users SET password_hash = $2 WHERE id = $1", user, hash); err != nil {
+		if err := execOne(ctx, tx, "UPDATE users SET password_hash = $2, has_password = true WHERE id = $1", user, hash); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "DELETE FROM password_resets WHERE user_id = $1", user); err != nil {

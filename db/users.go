@@ -17,12 +17,16 @@ type User struct {
 	Role         string    `db:"role"`
 	Disabled     bool      `db:"disabled"`
 	CreatedAt    time.Time `db:"created_at"`
+	// HasPassword is false for an account made by single sign-on until a
+	// password is set for it: its hash is of a secret nobody knows, so it
+	// cannot prove it is someone's by a password (handlers/oidc_link.go).
+	HasPassword bool `db:"has_password"`
 }
 
 // IsAdmin reports whether the user administers the instance.
 func (u User) IsAdmin() bool { return u.Role == "admin" }
 
-const userCols = "id, email, display_name, password_hash, role, disabled, created_at"
+const userCols = "id, email, display_name, password_hash, role, disabled, created_at, has_password"
 
 // Signup modes stored under the signup_mode setting.
 const (

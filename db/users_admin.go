@@ -161,7 +161,7 @@ func keepsAnAdmin(ctx context.Context, tx pgx.Tx, u User) error {
 }
 
 // SetUserDisabled disables or enables an account. Disabling ends every
-// session of it in the same transaction (the tokens are returned, to end
+// session of it, and drops its password-reset link, in the same transaction (the tokens are returned, to end
 // their event streams) and is refused for the last enabled administrator;
 // the caller stops the account's runs (chat.Runtime.StopUserRuns).
 func (d *DB) SetUserDisabled(ctx context.Context, actor, target int64, disabled bool) (ended []string, err error) {
@@ -178,9 +178,15 @@ func (d *DB) SetUserDisabled(ctx context.Context, actor, target int64, disabled 
 		if _, err := tx.Exec(ctx, "UPDATE users SET disabled = $2 WHERE id = $1", target, disabled); err != nil {
 			return err
 		}
-		if disabled {
-			ended, err = endSessions(ctx, tx, target, "")
+		if !disabled {
+			return nil
 		}
+		// A reset link handed out before goes too: its holder could
+		// otherwise choose the password the account has once enabled.
+		if _, err := tx.Exec(ctx, "DELETE FROM password_resets WHERE user_id = $1", target); err != nil {
+			return err
+		}
+		ended, err = endSessions(ctx, tx, target, "")
 		return err
 	})
 	return ended, err
@@ -277,45 +283,52 @@ func (d *DB) DeleteUser(ctx context.Context, actor, target int64, confirm string
 // returns the ids of the runs that were running or waiting, for the
 // runtime to stop the ones it holds.
 func (d *DB) CancelUserRuns(ctx context.Context, user int64) ([]int64, error) {
-	var active, ended []int64
+	var active []int64
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE runs SET
-				status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
-				finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
-				cancel_requested = status IN ('running', 'waiting') OR cancel_requested
-			WHERE owner_id = $1 AND status IN ('queued', 'running', 'waiting')
-			RETURNING id, status, assistant_message_id`, user)
-		if err != nil {
-			return err
-		}
-		type cancelled struct {
-			ID     int64
-			Status string
-			Msg    *int64
-		}
-		all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[cancelled])
-		if err != nil {
-			return err
-		}
-		var msgs []int64
-		for _, c := range all {
-			if c.Status != RunCancelled {
-				active = append(active, c.ID)
-				continue
-			}
-			ended = append(ended, c.ID)
-			if c.Msg != nil {
-				msgs = append(msgs, *c.Msg)
-			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE messages SET status = 'cancelled', updated_at = now()
-			WHERE id = ANY($1) AND status = 'streaming'`, msgs); err != nil {
-			return err
-		}
-		if err := notifyRuns(ctx, tx, NoteStop, active); err != nil {
-			return err
-		}
-		return notifyRuns(ctx, tx, NoteEnd, ended)
+		var err error
+		active, err = cancelUserRuns(ctx, tx, user)
+		return err
 	})
 	return active, err
+}
+
+// cancelUserRuns is CancelUserRuns inside tx.
+func cancelUserRuns(ctx context.Context, tx pgx.Tx, user int64) ([]int64, error) {
+	rows, err := tx.Query(ctx, `UPDATE runs SET
+			status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
+			finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
+			cancel_requested = status IN ('running', 'waiting') OR cancel_requested
+		WHERE owner_id = $1 AND status IN ('queued', 'running', 'waiting')
+		RETURNING id, status, assistant_message_id`, user)
+	if err != nil {
+		return nil, err
+	}
+	type cancelled struct {
+		ID     int64
+		Status string
+		Msg    *int64
+	}
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[cancelled])
+	if err != nil {
+		return nil, err
+	}
+	var active, ended, msgs []int64
+	for _, c := range all {
+		if c.Status != RunCancelled {
+			active = append(active, c.ID)
+			continue
+		}
+		ended = append(ended, c.ID)
+		if c.Msg != nil {
+			msgs = append(msgs, *c.Msg)
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE messages SET status = 'cancelled', updated_at = now()
+		WHERE id = ANY($1) AND status = 'streaming'`, msgs); err != nil {
+		return nil, err
+	}
+	if err := notifyRuns(ctx, tx, NoteStop, active); err != nil {
+		return nil, err
+	}
+	return active, notifyRuns(ctx, tx, NoteEnd, ended)
 }

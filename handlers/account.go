@@ -42,7 +42,7 @@ type account struct {
 }
 
 const (
-	msgResetGone  = "This password-reset link was already used, has expired or was replaced by a newer one. Ask your administrator for a new one."
+	msgResetGone  = "This password-reset link was already used, has expired, was replaced by a newer one or its account is disabled. Ask your administrator for a new one."
 	msgWrongPass  = "Your current password is not right; nothing was changed."
 	msgPassSaved  = "Your password was changed. Your other sessions were signed out."
 	msgOthersGone = "Your other sessions were signed out."

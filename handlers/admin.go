@@ -30,6 +30,8 @@ type admin struct {
 	servers func() []chat.ServerStatus
 	// mcp is the MCP servers (nil: WEFT_MCP_CONFIG is not set).
 	mcp MCPServers
+	// web is the search service of web search (issue 19).
+	web webSearchAdmin
 }
 
 // MCPServers is the MCP servers as /admin shows and reloads them
@@ -62,7 +64,12 @@ func (h *admin) show(w http.ResponseWriter, r *http.Request) {
 	if !rep.At.IsZero() {
 		ms.GCAt = rep.At.Format("2006-01-02 15:04 MST")
 	}
-	parts := []templ.Component{views.AdminPage(mode, prompt, r.URL.Query().Has("saved")), views.AdminMedia(ms)}
+	wv, err := webSearchView(r.Context(), h.web, r.URL.Query().Has("web-saved"))
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	parts := []templ.Component{views.AdminPage(mode, prompt, r.URL.Query().Has("saved")), views.AdminWebSearch(wv), views.AdminMedia(ms)}
 	if st := h.servers(); len(st) > 0 {
 		parts = append(parts, views.AdminServers(st))
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -57,6 +58,7 @@ type adminUsers struct {
 
 const (
 	usersPageSize = 50
+	usersMaxPage  = math.MaxInt32
 	resetLinkTTL  = 24 * time.Hour
 	msgLastAdmin  = "That would leave this server without an enabled administrator. Make another account an administrator first."
 	msgNotAdmin   = "Your account is no longer an administrator."
@@ -81,7 +83,8 @@ func (h *adminUsers) list(w http.ResponseWriter, r *http.Request) {
 // this once.
 func (h *adminUsers) renderList(w http.ResponseWriter, r *http.Request, status int, inviteURL, errMsg string) {
 	q := r.URL.Query()
-	f := db.UserFilter{Query: q.Get("q"), Role: q.Get("role"), State: q.Get("state"), Limit: usersPageSize}
+	search := queryText(r, "q")
+	f := db.UserFilter{Query: search, Role: q.Get("role"), State: q.Get("state"), Limit: usersPageSize}
 	if f.Role != db.RoleAdmin && f.Role != db.RoleMember {
 		f.Role = ""
 	}
@@ -89,7 +92,7 @@ func (h *adminUsers) renderList(w http.ResponseWriter, r *http.Request, status i
 		f.State = ""
 	}
 	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
+	page = min(max(page, 1), usersMaxPage) // its offset fits the query's
 	f.Offset = (page - 1) * usersPageSize
 	users, total, err := h.store.ListUsers(r.Context(), f)
 	if err != nil {
@@ -107,6 +110,10 @@ func (h *adminUsers) renderList(w http.ResponseWriter, r *http.Request, status i
 		return
 	}
 	me, _ := currentUser(r)
+	if inviteURL != "" {
+		// The link is a secret shown once: no cache keeps the answer.
+		w.Header().Set("Cache-Control", "no-store")
+	}
 	d := views.UsersPage{Users: users, Total: total, Filter: f, Page: page, PageSize: usersPageSize, Me: me.ID,
 		Notice: usersNotices[q.Get("done")], Error: errMsg, SignupMode: mode, Invites: invites, InviteURL: inviteURL,
 		Now: time.Now()}
@@ -137,6 +144,8 @@ func (h *adminUsers) renderUser(w http.ResponseWriter, r *http.Request, status i
 	d := views.UserPage{User: u, Holdings: held, Me: me.ID, ResetURL: resetURL, Error: errMsg, Now: time.Now()}
 	if resetURL != "" {
 		d.ResetExpires = time.Now().Add(resetLinkTTL)
+		// The link is a secret shown once: no cache keeps the answer.
+		w.Header().Set("Cache-Control", "no-store")
 	}
 	h.shell.page(w, r, status, u.Email, views.AdminUser(d))
 }

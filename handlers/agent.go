@@ -49,6 +49,10 @@ type agentTools struct {
 	store  agentStore
 	ag     agentRunner
 	models toolModels
+	// web says why web search is unavailable ("" when it is available):
+	// the composer's "Search the web" switch shows the same reason as the
+	// web_search tool.
+	web interface{ WebSearchUnavailable() string }
 }
 
 // agentPages serves the agent's pages and actions: tool settings,
@@ -90,7 +94,10 @@ func (h *agentTools) toolStates(ctx context.Context, user int64, ws db.Workspace
 func (h *agentTools) composer(ctx context.Context, user int64, ws db.Workspace, t *db.Thread, c *views.ComposerData) error {
 	var thread int64
 	if t != nil {
-		thread, c.Agent = t.ID, t.AgentEnabled
+		thread, c.Agent, c.Web = t.ID, t.AgentEnabled, t.WebSearch
+	}
+	if c.WebOff = h.web.WebSearchUnavailable(); c.WebOff != "" {
+		c.Web = false
 	}
 	c.AgentRoot = h.ag.Root(ws)
 	var err error

@@ -38,7 +38,7 @@ type authStore interface {
 	CreateUserWithToken(ctx context.Context, email, displayName, passwordHash, setupToken string) (db.User, db.Workspace, error)
 	CreateAccount(ctx context.Context, a db.NewAccount) (db.User, db.Workspace, error)
 	CheckInvite(ctx context.Context, token, email string) (db.Invite, error)
-	RecordSession(ctx context.Context, token, previous string, user int64, userAgent string) error
+	RecordSession(ctx context.Context, token, previous string, user int64, userAgent, checked string) error
 	TouchSession(ctx context.Context, token string, user int64) error
 	SessionUser(ctx context.Context, user int64, token string) (db.User, bool, error)
 	ForgetSession(ctx context.Context, token string) error
@@ -150,7 +150,7 @@ func (a *auth) register(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	if err := a.startSession(r.Context(), u.ID, ws.ID); err != nil {
+	if err := a.startSession(r.Context(), u.ID, ws.ID, ""); err != nil {
 		serverError(w, r, err)
 		return
 	}
@@ -280,7 +280,14 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	if err := a.startSession(r.Context(), u.ID, 0); err != nil {
+	err = a.startSession(r.Context(), u.ID, 0, u.PasswordHash)
+	if errors.Is(err, db.ErrPasswordChanged) {
+		// Reset or changed since it was checked: that password is no
+		// longer the account's.
+		fail(http.StatusUnauthorized, msgBadLogin)
+		return
+	}
+	if err != nil {
 		serverError(w, r, err)
 		return
 	}
@@ -289,19 +296,26 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 
 // startSession renews the session token (no fixation across sign-in) and
 // records who signed in, also in user_sessions, so that the account's
-// sessions can be listed and ended (db.EndUserSessions).
-func (a *auth) startSession(ctx context.Context, user, workspace int64) error {
+// sessions can be listed and ended (db.EndUserSessions). checked is the
+// password hash a password sign-in was checked against ("" for others):
+// a reset or change since then refuses the session (db.ErrPasswordChanged).
+// A single sign-on started before ends, and so does a link waiting for a
+// password: neither may switch the signed-in browser to another account
+// later.
+func (a *auth) startSession(ctx context.Context, user, workspace int64, checked string) error {
 	previous := a.sessions.Token(ctx)
 	if err := a.sessions.RenewToken(ctx); err != nil {
+		return err
+	}
+	a.sessions.Remove(ctx, sessionSSOFlow)
+	a.sessions.Remove(ctx, sessionSSOLink)
+	token := a.sessions.Token(ctx)
+	if err := a.store.RecordSession(ctx, token, previous, user, userAgent(ctx), checked); err != nil {
 		return err
 	}
 	a.sessions.Put(ctx, sessionUserID, user)
 	if workspace != 0 {
 		a.sessions.Put(ctx, sessionWorkspaceID, workspace)
-	}
-	token := a.sessions.Token(ctx)
-	if err := a.store.RecordSession(ctx, token, previous, user, userAgent(ctx)); err != nil {
-		return err
 	}
 	a.seen.mark(token)
 	return nil

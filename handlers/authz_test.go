@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"weft/db"
+	"weft/importer"
 	"weft/internal/testenv"
 	"weft/internal/testwait"
 	"weft/media"
@@ -124,6 +125,12 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		t.Fatal(err)
 	}
 	AP, QS := fmt.Sprint(approval.ID), fmt.Sprint(question.ID)
+	imp, err := app.Imports.Start(ctx, u.ID, ws.ID, importer.FormatChatGPT, "conversations.json",
+		strings.NewReader(`[{"title":"t","mapping":{}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	IM := fmt.Sprint(imp.ID)
 	files, err := app.Media.Accept(ctx, []media.Upload{{Name: "dot.png", Data: testPNG(t, 40, 30)}})
 	if err != nil {
 		t.Fatal(err)
@@ -342,6 +349,9 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"GET", "/archived", "/archived", nil, nil, want{200, 200, login}},
 		{"GET", "/import", "/import", nil, nil, want{200, 200, login}},
 		{"POST", "/import", "/import", url.Values{"x": {"y"}}, nil, want{422, 422, login}},
+		{"GET", "/imports/{id}", "/imports/" + IM, nil, nil, want{200, 404, login}},
+		{"GET", "/imports/{id}/progress", "/imports/" + IM + "/progress", nil, nil, want{200, 404, login}},
+		{"POST", "/imports/{id}/stop", "/imports/" + IM + "/stop", nil, nil, want{303, 404, login}},
 		{"GET", "/w/{id}/threads", "/w/" + W + "/threads", nil, nil, want{200, 404, login}},
 		{"GET", "/workspaces", "/workspaces", nil, nil, want{200, 200, login}},
 		{"POST", "/workspaces", "/workspaces", url.Values{"name": {"Third"}}, nil, want{303, 303, login}},
@@ -351,6 +361,7 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"GET", "/admin", "/admin", nil, nil, want{200, 403, login}},
 		{"POST", "/admin/signup", "/admin/signup", url.Values{"mode": {"open"}}, nil, want{303, 403, login}},
 		{"POST", "/admin/system-prompt", "/admin/system-prompt", url.Values{"system_prompt": {"Be kind."}}, nil, want{303, 403, login}},
+		{"POST", "/admin/web-search", "/admin/web-search", url.Values{"kind": {"searxng"}, "url": {""}, "results": {"5"}, "pages": {"3"}}, nil, want{303, 403, login}},
 		{"POST", "/reload-mcp", "/reload-mcp", nil, nil, want{400, 403, login}}, // no MCP servers configured here
 		{"GET", "/t/{id}/context", "/t/" + T + "/context", nil, nil, want{200, 404, login}},
 		{"POST", "/t/{id}/settings", "/t/" + T + "/settings", url.Values{"role": {RL}, "notes": {"n"}, "compaction": {"on"}}, nil, want{303, 404, login}},
@@ -457,6 +468,8 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"GET", "/auth/oidc/login", "/auth/oidc/login", nil, nil, want{404, 404, 404}},
 		{"POST", "/auth/oidc/login", "/auth/oidc/login", url.Values{}, nil, want{404, 404, 404}},
 		{"GET", "/auth/oidc/callback", "/auth/oidc/callback?state=s&code=c", nil, nil, want{404, 404, 404}},
+		{"GET", "/auth/oidc/link", "/auth/oidc/link", nil, nil, want{404, 404, 404}},
+		{"POST", "/auth/oidc/link", "/auth/oidc/link", url.Values{"password": {password}}, nil, want{404, 404, 404}},
 	}
 
 	covered := map[string]bool{}

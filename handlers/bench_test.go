@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"weft/db"
 	"weft/internal/testenv"
 )
 
@@ -160,5 +162,38 @@ func BenchmarkSendAndFollowAnAnswer(b *testing.B) {
 		if !done {
 			b.Fatal("the event stream ended without its done event")
 		}
+	}
+}
+
+// BenchmarkOpenShareOf5000Messages measures GET /s/{token} of a thread
+// whose shared path is 5,000 messages long: the newest page and the oldest
+// one (the same budget as the thread page).
+func BenchmarkOpenShareOf5000Messages(b *testing.B) {
+	app, _, user, ws := benchUser(b)
+	thread := seedChain(b, app, user, ws, 5000)
+	tok := strings.Repeat("b", 43)
+	sum := sha256.Sum256([]byte(tok))
+	if _, err := app.Store.CreateShare(context.Background(), user, thread, db.NewShare{TokenSHA256: sum[:], TokenHint: "bbbbbb"}); err != nil {
+		b.Fatal(err)
+	}
+	var second int64
+	if err := app.Store.Pool.QueryRow(context.Background(), `SELECT id FROM messages WHERE thread_id = $1 ORDER BY id OFFSET 1 LIMIT 1`, thread).Scan(&second); err != nil {
+		b.Fatal(err)
+	}
+	anon := testenv.NewClient(b, app.TS.URL)
+	for name, path := range map[string]string{"newest": "/s/" + tok, "oldest": fmt.Sprintf("/s/%s?before=%d", tok, second)} {
+		b.Run(name, func(b *testing.B) {
+			first := anon.Get(path)
+			if first.StatusCode != http.StatusOK || strings.Count(first.Body, `data-testid="message"`) == 0 {
+				b.Fatalf("GET %s = %d", path, first.StatusCode)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if r := anon.Get(path); r.StatusCode != http.StatusOK {
+					b.Fatal(r.StatusCode)
+				}
+			}
+			b.ReportMetric(float64(len(first.Body)), "page-bytes")
+		})
 	}
 }

@@ -15,7 +15,8 @@ import (
 // The first administrator types the setup token above "Sign in with
 // MockID", passes through the provider and lands in Weft (the page's
 // Content-Security-Policy lets that form redirect to the provider); after
-// signing out, the next person signs in with the plain button.
+// signing out, the next person signs in with the plain button, and one
+// with a password account links it by its password.
 func TestBrowserSignsInWithSingleSignOn(t *testing.T) {
 	t.Parallel()
 	e := startSSO(t, nil)
@@ -53,5 +54,31 @@ func TestBrowserSignsInWithSingleSignOn(t *testing.T) {
 	)
 	if u, err := e.store.UserByEmail(context.Background(), "next@example.com"); err != nil || u.Role != "member" {
 		t.Fatalf("the second account: %+v %v", u, err)
+	}
+	// A password account with the provider's email is linked only with its
+	// password: a wrong one is refused on the page, the right one signs in.
+	if _, _, err := e.store.CreateUser(context.Background(), "pat@example.com", "pat", mustHash(t)); err != nil {
+		t.Fatal(err)
+	}
+	e.user("sub-pat", "pat@example.com", true)
+	pw := `[data-testid=sso-link-form] input[name=password]`
+	if err := chromedp.Do(ctx,
+		click(`[data-testid=logout]`),
+		chromedp.WaitVisible(css(`form[data-testid=login]`)),
+		click(`a[data-testid=sso-login]`),
+		chromedp.WaitVisible(css(`form[data-testid=sso-link-form]`)),
+		typeInto(pw, "not the password"),
+		click(`[data-testid=sso-link-submit]`),
+		chromedp.WaitVisible(css(`[data-testid=sso-link] [data-testid=error]`)),
+	); err != nil {
+		t.Fatalf("a wrong password on the link page: %v", err)
+	}
+	step("the password account is linked with its password",
+		typeInto(pw, password),
+		click(`[data-testid=sso-link-submit]`),
+		chromedp.WaitVisible(css(`[data-testid=composer]`)),
+	)
+	if u, _ := e.store.UserByEmail(context.Background(), "pat@example.com"); len(e.identities(u.ID)) != 1 {
+		t.Errorf("pat's identities: %+v", e.identities(u.ID))
 	}
 }

@@ -50,6 +50,9 @@ type Config struct {
 	// APIRate is WEFT_API_RATE: requests per minute one API token may make,
 	// counted in Postgres (default 60; negative: no limit).
 	APIRate int
+	// Imports imports other apps' exports in the background
+	// (importer.Service; nil: /import takes Weft's own exports only).
+	Imports Importer
 	// Now is the clock share links expire by (nil: time.Now); tests move it.
 	Now func() time.Time
 }

@@ -152,12 +152,22 @@ func TestHooksReceiveEveryEventOfARunWithItsIDsAndASignature(t *testing.T) {
 	if run.Status != db.RunCompleted {
 		t.Fatalf("run %s (%s): %s", run.Status, run.Error, e.describe(run.ID))
 	}
-	testwait.For(t, "agent_end at both hooks", 20*time.Second, func() bool {
-		return hasEvent(rec.payloads(), agent.EventAgentEnd) && hasEvent(commandPayloads(t, dir), agent.EventAgentEnd)
-	})
-	httpGot, cmdGot := rec.payloads(), commandPayloads(t, dir)
 	want := map[string]int{agent.EventAgentStart: 1, agent.EventTurnStart: 3, agent.EventMessageStart: 3, agent.EventMessageEnd: 3,
 		agent.EventToolExecutionStart: 2, agent.EventToolExecutionUpdate: 1, agent.EventToolExecutionEnd: 2, agent.EventTurnEnd: 3, agent.EventAgentEnd: 1}
+	// Deliveries run in parallel and may arrive in any order (agent_end
+	// before the last turn_end): wait until both hooks have every event,
+	// then check them (the checks below say what is missing on a timeout).
+	complete := func(ps []agent.HookPayload) bool {
+		n := byEvent(ps)
+		for ev, w := range want {
+			if n[ev] < w {
+				return false
+			}
+		}
+		return true
+	}
+	testwait.Until(20*time.Second, func() bool { return complete(rec.payloads()) && complete(commandPayloads(t, dir)) })
+	httpGot, cmdGot := rec.payloads(), commandPayloads(t, dir)
 	for name, got := range map[string][]agent.HookPayload{"the HTTP hook": httpGot, "the command hook": cmdGot} {
 		n := byEvent(got)
 		for ev, w := range want {

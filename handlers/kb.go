@@ -119,7 +119,7 @@ func (h *kbs) show(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	if q := strings.TrimSpace(r.URL.Query().Get("q")); q != "" {
+	if q := queryText(r, "q"); q != "" {
 		d.Query, d.Searched = q, true
 		res, queries, err := h.rag.SearchKB(r.Context(), u.ID, kb, q, h.rewriter(r, u.ID, kb))
 		d.Queries = queries

@@ -3,7 +3,6 @@ package handlers
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 
 	"weft/chat"
 	"weft/db"
-	"weft/internal/usererr"
 	"weft/views"
 )
 
@@ -26,11 +24,10 @@ type manageStore interface {
 	MoveThread(ctx context.Context, user, thread, workspace int64) error
 	TreeMessages(ctx context.Context, user, thread int64) ([]db.Message, error)
 	ActivePath(ctx context.Context, user, thread int64, limit int) ([]db.Message, bool, error)
-	ImportThread(ctx context.Context, user, workspace int64, in db.ImportedThread) (db.Thread, error)
 }
 
 // manage serves finding and moving threads: search, the archive, moving a
-// thread to another workspace, export and import.
+// thread to another workspace, export (imports are in imports.go).
 type manage struct {
 	store manageStore
 	shell *shell
@@ -62,7 +59,7 @@ func (h *manage) page(w http.ResponseWriter, r *http.Request, status int, title 
 // messages matching q, with highlighted snippets that jump to the message.
 func (h *manage) search(w http.ResponseWriter, r *http.Request) {
 	u, _ := currentUser(r)
-	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	q := queryText(r, "q")
 	if len(q) > 500 {
 		badRequest(w, r, "Search for at most 500 characters.")
 		return
@@ -159,57 +156,6 @@ func (h *manage) export(w http.ResponseWriter, r *http.Request) {
 		"filename": exportName(t) + "." + format,
 	}))
 	_, _ = w.Write(buf.Bytes())
-}
-
-// importPage serves GET /import.
-func (h *manage) importPage(w http.ResponseWriter, r *http.Request) {
-	h.page(w, r, http.StatusOK, "Import a thread", func(s *views.Shell) templ.Component {
-		return views.ImportPage(s.Workspace, "")
-	})
-}
-
-// importThread serves POST /import: a JSON export becomes a new thread in
-// the current workspace. A bad file is refused with the reason; nothing is
-// stored.
-func (h *manage) importThread(w http.ResponseWriter, r *http.Request) {
-	u, _ := currentUser(r)
-	file, _, err := r.FormFile("file")
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		msg := "Choose a JSON file exported from Weft."
-		if errors.As(err, &tooBig) {
-			msg = "That file is too large: exports up to 20 MB can be imported."
-		}
-		h.importError(w, r, msg)
-		return
-	}
-	defer file.Close()
-	in, err := chat.ParseImport(file)
-	if msg, ok := usererr.Message(err); ok {
-		h.importError(w, r, "Not imported: "+msg+".")
-		return
-	}
-	if err != nil {
-		serverError(w, r, err)
-		return
-	}
-	ws, err := h.shell.currentWorkspace(r, u.ID)
-	if err != nil {
-		serverError(w, r, err)
-		return
-	}
-	t, err := h.store.ImportThread(r.Context(), u.ID, ws.ID, in)
-	if err != nil {
-		storeError(w, r, err)
-		return
-	}
-	redirect(w, r, fmt.Sprintf("/t/%d", t.ID))
-}
-
-func (h *manage) importError(w http.ResponseWriter, r *http.Request, msg string) {
-	h.page(w, r, http.StatusUnprocessableEntity, "Import a thread", func(s *views.Shell) templ.Component {
-		return views.ImportPage(s.Workspace, msg)
-	})
 }
 
 // exportName is a file name for a thread: its title, made safe.

@@ -153,7 +153,7 @@ func (m *metrics) observe(next http.Handler) http.Handler {
 			m.requests.WithLabelValues(route, method, strconv.Itoa(rec.status)).Inc()
 			m.duration.WithLabelValues(route, method).Observe(d.Seconds())
 			slog.LogAttrs(r.Context(), slog.LevelInfo, "request",
-				slog.String("method", metricMethod(r.Method)), slog.String("path", r.URL.Path), slog.String("route", route),
+				slog.String("method", metricMethod(r.Method)), slog.String("path", logPath(r.URL.Path)), slog.String("route", route),
 				slog.Int("status", rec.status), slog.Int("bytes", rec.bytes), slog.Duration("duration", d),
 				slog.Int64("user", uid))
 		}()

@@ -184,7 +184,7 @@ func (h *modelPages) events(w http.ResponseWriter, r *http.Request) {
 // confirmDelete serves GET /admin/models/delete?name=: what deleting
 // the model does, and the button that does it.
 func (h *modelPages) confirmDelete(w http.ResponseWriter, r *http.Request) {
-	name := strings.TrimSpace(r.URL.Query().Get("name"))
+	name := queryText(r, "name")
 	if name == "" {
 		badRequest(w, r, "Say which model to delete.")
 		return

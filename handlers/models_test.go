@@ -36,7 +36,7 @@ func startPull(t *testing.T, c *testenv.Client, store *db.DB, admin int64, model
 		t.Fatalf("pull %s = %d %q: %.500s", model, r.StatusCode, r.Header.Get("Location"), r.Body)
 	}
 	pulls, err := store.ModelPulls(context.Background(), admin, 10)
-	if err != nil || len(pulls) == 0 || pulls[0].Model != model {
+	if err != nil || len(pulls) == 0 || (pulls[0].Model != model && pulls[0].Model != model+":latest") {
 		t.Fatalf("pulls = %+v, %v", pulls, err)
 	}
 	return pulls[0]
@@ -295,6 +295,13 @@ func TestDeletingAModelAsksFirstThenRemovesIt(t *testing.T) {
 	if strings.Contains(page, `data-model="toolie:latest"`) || !strings.Contains(page, "Deleted toolie:latest.") {
 		t.Fatalf("after delete:\n%s", section(page, "model-list"))
 	}
+	// A name that is no model name is refused before the server is asked.
+	for _, path := range []string{"/admin/models/delete", "/admin/models/unload"} {
+		r := admin.Post(path, url.Values{"name": {"../../x y\nz"}, "confirm": {"yes"}})
+		if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "not a model name") {
+			t.Fatalf("%s of a bad name = %d: %s", path, r.StatusCode, section(r.Body, `class="error"`))
+		}
+	}
 	// Being pulled: refused, the pull would bring it back.
 	fake.HoldPulls(1)
 	startPull(t, admin, store, adminID(t, store, "admin@example.com"), "qwen3:8b")
@@ -303,6 +310,38 @@ func TestDeletingAModelAsksFirstThenRemovesIt(t *testing.T) {
 		t.Fatalf("delete while pulling = %d", r.StatusCode)
 	}
 	fake.ReleasePulls()
+}
+
+// Deleting a loaded model takes it out of memory too: Ollama's delete
+// leaves it loaded, where no unload reaches it once its files are gone
+// (Unload then says so instead of "Unloaded").
+func TestDeletingALoadedModelUnloadsItFirst(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	fake := pullFake(t)
+	app := testenv.Start(t, store, testenv.Options{Fake: fake})
+	admin := testenv.NewClient(t, app.TS.URL)
+	admin.Register("admin@example.com", password)
+	for _, m := range []string{"thinker", "toolie"} {
+		if err := fake.Client().Generate(context.Background(), &api.GenerateRequest{Model: m}, func(api.GenerateResponse) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := admin.Post("/admin/models/delete", url.Values{"name": {"thinker:latest"}, "confirm": {"yes"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete = %d: %.300s", r.StatusCode, r.Body)
+	}
+	ps, err := fake.Client().ListRunning(context.Background())
+	if err != nil || len(ps.Models) != 1 || ps.Models[0].Name != "toolie:latest" {
+		t.Fatalf("ps after deleting thinker = %+v, %v", ps, err)
+	}
+	// Deleted behind Weft's back while loaded: Unload cannot reach it.
+	if err := fake.Client().Delete(context.Background(), &api.DeleteRequest{Model: "toolie"}); err != nil {
+		t.Fatal(err)
+	}
+	r := admin.Post("/admin/models/unload", url.Values{"name": {"toolie:latest"}})
+	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "no longer on the model server") {
+		t.Fatalf("unload of a deleted model = %d: %s", r.StatusCode, section(r.Body, "error"))
+	}
 }
 
 // The loaded models (/api/ps) are listed with their memory, and Unload

@@ -23,7 +23,8 @@ import (
 // ssoStore is what single sign-on needs of the database beyond auth's.
 type ssoStore interface {
 	TouchIdentity(ctx context.Context, issuer, subject, email string) (db.User, error)
-	LinkIdentity(ctx context.Context, user int64, id db.Identity) error
+	Identities(ctx context.Context, user int64) ([]db.Identity, error)
+	LinkIdentity(ctx context.Context, user int64, id db.Identity) ([]string, error)
 	CreateUserWithIdentity(ctx context.Context, n db.NewIdentityUser) (db.User, db.Workspace, error)
 }
 
@@ -31,8 +32,10 @@ type ssoStore interface {
 // /auth/oidc/login starts the authorization-code flow with PKCE, a state
 // and a nonce kept in the (anonymous) session; /auth/oidc/callback checks
 // them, exchanges the code, verifies the ID token and signs the account
-// in (sso_accounts.go decides which account). Without configuration every
-// route answers 404.
+// in (oidc_accounts.go decides which account), or sends the browser to
+// /auth/oidc/link, which asks for the password of the existing account
+// with the identity's email before linking them (oidc_link.go). Without
+// configuration every route answers 404.
 type ssoPages struct {
 	cfg      *OIDCConfig // nil: single sign-on is off
 	provider *ssoProvider
@@ -44,10 +47,12 @@ type ssoPages struct {
 const (
 	sessionSSOFlow = "oidc_flow"
 	ssoFlowTTL     = 10 * time.Minute
+	maxInviteToken = 100 // longer is no invite of ours, and not kept in the session
 
 	msgSSONotConfigured = "Single sign-on is not configured on this server."
 	msgSSOExpired       = "This sign-in expired or was started in another browser. Start again from the sign-in page."
 	msgSSOState         = "This sign-in could not be verified: it does not match the one this browser started. Start again from the sign-in page."
+	msgSSODisabled      = "This account is disabled. Ask the server's administrator."
 )
 
 func newSSOPages(cfg Config, store ssoStore, a *auth) *ssoPages {
@@ -64,6 +69,7 @@ func newSSOPages(cfg Config, store ssoStore, a *auth) *ssoPages {
 type ssoFlow struct {
 	State, Nonce, Verifier string
 	SetupToken             string // the first administrator's, typed on the sign-in page
+	Invite                 string // the invite link's token, when the sign-in started from one
 	Started                time.Time
 }
 
@@ -100,13 +106,23 @@ func (s *ssoPages) login(w http.ResponseWriter, r *http.Request) {
 		s.unreachable(w, r, err)
 		return
 	}
-	f := ssoFlow{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), SetupToken: token, Started: time.Now()}
+	// From an invite link's page, the button carries its invite.
+	invite := r.URL.Query().Get("invite")
+	if len(invite) > maxInviteToken {
+		invite = ""
+	}
+	f := ssoFlow{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), SetupToken: token,
+		Invite: invite, Started: time.Now()}
 	b, err := json.Marshal(f)
 	if err != nil {
 		serverError(w, r, err)
 		return
 	}
 	s.sessions.Put(r.Context(), sessionSSOFlow, string(b))
+	s.sessions.Remove(r.Context(), sessionSSOLink) // a new sign-in replaces a link waiting for its password
+	// This anonymous session lives as long as the sign-in may take (signing
+	// in renews it for the full lifetime): abandoned ones do not pile up.
+	s.sessions.SetDeadline(r.Context(), f.Started.Add(ssoFlowTTL))
 	http.Redirect(w, r, ready.oauth.AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)),
 		http.StatusSeeOther)
 }
@@ -183,21 +199,25 @@ func (s *ssoPages) callback(w http.ResponseWriter, r *http.Request) {
 		errorPage(w, r, status, msg)
 		return
 	}
-	u, ws, status, msg, err := s.account(r, claims, f.SetupToken)
+	out, err := s.account(r, claims, f)
 	if err != nil {
 		hashError(w, r, err)
 		return
 	}
-	if msg != "" {
-		slog.InfoContext(ctx, "single sign-on refused", "issuer", claims.issuer, "subject", claims.subject, "status", status)
-		errorPage(w, r, status, msg)
+	if out.msg != "" {
+		slog.InfoContext(ctx, "single sign-on refused", "issuer", claims.issuer, "subject", claims.subject, "status", out.status)
+		errorPage(w, r, out.status, out.msg)
 		return
 	}
 	if err := s.auth.store.ReleaseLoginAttempt(ctx, reserved); err != nil {
 		serverError(w, r, err)
 		return
 	}
-	if err := s.auth.startSession(ctx, u.ID, ws); err != nil {
+	if out.link {
+		s.askPassword(w, r, out.user, claims)
+		return
+	}
+	if err := s.auth.startSession(ctx, out.user.ID, out.workspace, ""); err != nil {
 		serverError(w, r, err)
 		return
 	}
@@ -207,10 +227,12 @@ func (s *ssoPages) callback(w http.ResponseWriter, r *http.Request) {
 // ssoIdentity is what a verified ID token says about the person.
 type ssoIdentity struct {
 	issuer, subject string
-	Email           string   `json:"email"`
-	EmailVerified   flexBool `json:"email_verified"`
-	Name            string   `json:"name"`
-	Username        string   `json:"preferred_username"`
+	emailVerified   bool      // what EmailVerified says, or WEFT_OIDC_TRUST_EMAIL when it says nothing
+	Email           string    `json:"email"`
+	EmailVerified   *flexBool `json:"email_verified"` // nil: no claim
+	Name            string    `json:"name"`
+	Username        string    `json:"preferred_username"`
+	AuthorizedParty string    `json:"azp"`
 }
 
 // verify exchanges the code (with the PKCE verifier) and verifies the ID
@@ -241,9 +263,18 @@ func (s *ssoPages) verify(ctx context.Context, code string, f ssoFlow) (ssoIdent
 	if err := idt.Claims(&id); err != nil {
 		return id, http.StatusBadGateway, fmt.Errorf("id token claims: %w", err)
 	}
+	// An azp names the party the token was issued to: it must be us, even
+	// when our client id is among several audiences (OIDC Core 3.1.3.7).
+	if id.AuthorizedParty != "" && id.AuthorizedParty != s.cfg.ClientID {
+		return id, http.StatusUnauthorized, fmt.Errorf("id token: issued to %q (azp), not to this client", id.AuthorizedParty)
+	}
 	id.issuer, id.subject = idt.Issuer, idt.Subject
-	if s.cfg.TrustEmail {
-		id.EmailVerified = true
+	// WEFT_OIDC_TRUST_EMAIL stands in for a claim the provider does not
+	// send; a provider that says "not verified" is believed.
+	if id.EmailVerified != nil {
+		id.emailVerified = bool(*id.EmailVerified)
+	} else {
+		id.emailVerified = s.cfg.TrustEmail
 	}
 	id.Email = strings.TrimSpace(id.Email)
 	return id, 0, nil

@@ -251,7 +251,9 @@ func TestSingleSignOnCreatesAnAccountAndTheSameSubjectReturnsToIt(t *testing.T) 
 	}
 }
 
-func TestSingleSignOnLinksAVerifiedEmailToTheExistingAccount(t *testing.T) {
+// A verified email of an existing password account links the identity to
+// it only with the account's password (see oidc_link_test.go for the rest).
+func TestSingleSignOnLinksAVerifiedEmailToTheExistingAccountWithItsPassword(t *testing.T) {
 	t.Parallel()
 	e := startSSO(t, nil)
 	bob := testenv.NewClient(t, e.base)
@@ -261,7 +263,7 @@ func TestSingleSignOnLinksAVerifiedEmailToTheExistingAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.user("sub-bob", "Bob@Example.com", true)
-	if u := e.signedIn(e.browser(), "bob@example.com"); u.ID != before.ID {
+	if u := e.linkedIn(e.browser(), "bob@example.com", password); u.ID != before.ID {
 		t.Fatalf("signed in to account %d, want bob's %d", u.ID, before.ID)
 	}
 	if ids := e.identities(before.ID); len(ids) != 1 || ids[0].Subject != "sub-bob" {
@@ -270,9 +272,12 @@ func TestSingleSignOnLinksAVerifiedEmailToTheExistingAccount(t *testing.T) {
 	if n := e.users(); n != 1 {
 		t.Errorf("%d accounts, want bob's alone", n)
 	}
-	// His password still works.
+	// His password still works; the linked identity now signs in at once.
 	testenv.NewClient(t, e.base).Login("bob@example.com", password)
-	// Another subject of the same provider cannot take the linked account.
+	e.user("sub-bob", "bob@example.com", true)
+	e.signedIn(e.browser(), "bob@example.com")
+	// Another subject of the same provider cannot take the linked account,
+	// and is not even asked for its password.
 	e.user("sub-mallory", "bob@example.com", true)
 	e.refused(e.browser(), http.StatusConflict, "linked to another MockID account")
 }
@@ -332,9 +337,9 @@ func TestSingleSignOnFollowsTheSignUpModeWithoutAllowedDomains(t *testing.T) {
 	}
 	e.user("sub-new", "new@example.com", true)
 	e.refused(e.browser(), http.StatusForbidden, "Sign-up is closed")
-	// An existing account still links and signs in.
+	// An existing account still links (with its password) and signs in.
 	e.user("sub-admin", "admin@example.com", true)
-	e.signedIn(e.browser(), "admin@example.com")
+	e.linkedIn(e.browser(), "admin@example.com", password)
 }
 
 func TestSingleSignOnRefusesADisabledAccount(t *testing.T) {
@@ -537,8 +542,20 @@ func TestWithSingleSignOnOnlyThePasswordFormIsGoneAndPasswordsAreRefused(t *test
 	if n := e.users(); n != 1 {
 		t.Errorf("%d accounts", n)
 	}
+	// The account from before links to its identity with its password —
+	// the one thing a password still does here — and signs in.
 	e.user("sub-old", "old@example.com", true)
-	e.signedIn(e.browser(), "old@example.com")
+	b := e.browser()
+	if body := e.toLinkPage(b); !strings.Contains(body, "Password sign-in is off on this server") {
+		t.Errorf("the link page with OIDC only does not say what the password is for: %.800s", body)
+	}
+	if resp, body := e.link(b, url.Values{"password": {password}}); resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/" ||
+		!strings.Contains(body, `data-testid="composer"`) {
+		t.Fatalf("the link with OIDC only = %d at %s: %.300s", resp.StatusCode, resp.Request.URL, body)
+	}
+	if r := c.Post("/login", url.Values{"email": {"old@example.com"}, "password": {password}}); r.StatusCode != http.StatusForbidden {
+		t.Errorf("password sign-in with OIDC only after the link = %d", r.StatusCode)
+	}
 }
 
 // mustHash is a real argon2id hash of password, in the format Weft stores.
@@ -593,6 +610,10 @@ func TestSingleSignOnRoutesAnswerSignedInAndAnonymousCallers(t *testing.T) {
 		{"anonymous", anon, "POST", "/auth/oidc/login", http.StatusSeeOther, e.idp.AuthorizationEndpoint()},
 		{"owner", owner, "GET", "/auth/oidc/callback?state=x&code=y", http.StatusBadRequest, ""},
 		{"anonymous", testenv.NewClient(t, e.base), "GET", "/auth/oidc/callback?state=x&code=y", http.StatusBadRequest, ""},
+		{"owner", owner, "GET", "/auth/oidc/link", http.StatusSeeOther, "/"},
+		{"owner", owner, "POST", "/auth/oidc/link", http.StatusSeeOther, "/"},
+		{"anonymous", anon, "GET", "/auth/oidc/link", http.StatusBadRequest, ""},
+		{"anonymous", anon, "POST", "/auth/oidc/link", http.StatusBadRequest, ""},
 	} {
 		var form url.Values
 		if c.method == "POST" {
@@ -675,7 +696,7 @@ func TestSingleSignOnTrustsUnverifiedEmailsOnlyWhenTold(t *testing.T) {
 	e := startSSO(t, func(c *handlers.Config) { c.OIDC.TrustEmail = true })
 	testenv.NewClient(t, e.base).Register("erin@example.com", password)
 	e.user("sub-erin", "erin@example.com", false)
-	e.signedIn(e.browser(), "erin@example.com")
+	e.linkedIn(e.browser(), "erin@example.com", password)
 	u, _ := e.store.UserByEmail(context.Background(), "erin@example.com")
 	if ids := e.identities(u.ID); len(ids) != 1 {
 		t.Errorf("erin's identities: %+v", ids)

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -22,4 +23,16 @@ func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
 func formBool(r *http.Request, name string) (bool, bool) {
 	b, err := strconv.ParseBool(r.PostForm.Get(name))
 	return b, err == nil
+}
+
+// queryText reads a query parameter as text for the database: trimmed,
+// bytes that are not UTF-8 and NULs dropped (PostgreSQL refuses both in
+// text, which would otherwise be a server error for a hand-typed URL).
+func queryText(r *http.Request, name string) string {
+	return cleanText(r.URL.Query().Get(name))
+}
+
+// cleanText is s trimmed, without invalid UTF-8 or NUL bytes.
+func cleanText(s string) string {
+	return strings.TrimSpace(strings.ReplaceAll(strings.ToValidUTF8(s, ""), "\x00", ""))
 }

@@ -62,14 +62,40 @@ const genericFailure = "Something went wrong on our side. It has been logged; pl
 func serverError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		// The client went away: there is nobody to answer and nothing broke.
-		slog.DebugContext(r.Context(), "request abandoned", "path", r.URL.Path, "err", err)
+		slog.DebugContext(r.Context(), "request abandoned", "path", logPath(r.URL.Path), "err", err)
 		return
 	}
-	slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", logPath(r.URL.Path), "err", err)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusInternalServerError)
 	_ = views.Page("Error", views.ErrorPage(http.StatusInternalServerError,
 		usererr.Or(err, genericFailure))).Render(r.Context(), w)
+}
+
+// logPath is a request's path as the logs show it. A share link's token is
+// its only credential, so a log keeps no more of it than its hint (the
+// first characters, which its owner sees in their list of links). A
+// password-reset or invite link's token is too (whoever has it sets the
+// account's password, or makes an account), and nothing shows a hint of
+// it: a log keeps none of it.
+func logPath(p string) string {
+	for _, prefix := range []string{"/reset/", "/invite/"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok && rest != "" {
+			return prefix + "…"
+		}
+	}
+	rest, ok := strings.CutPrefix(p, "/s/")
+	if !ok {
+		return p
+	}
+	token, tail, more := strings.Cut(rest, "/")
+	if len(token) > shareHintLen {
+		token = token[:shareHintLen] + "…"
+	}
+	if more {
+		tail = "/" + tail
+	}
+	return "/s/" + token + tail
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {

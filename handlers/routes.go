@@ -150,6 +150,7 @@ type endpoints struct {
 	messages   *messages
 	runs       *runs
 	manage     *manage
+	imports    *importPages
 	workspaces *workspaces
 	roles      *roles
 	settings   *settings
@@ -174,12 +175,13 @@ type endpoints struct {
 // and the shell fills every composer with the other.
 func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb *rag.Service, ag *agent.Agent, med *media.Service) *endpoints {
 	models := rt.Models()
-	tools := &agentTools{store: store, ag: ag, models: models}
+	tools := &agentTools{store: store, ag: ag, models: models, web: kb}
 	shell := &shell{store: store, sessions: sh.sessions, models: models, agent: tools}
 	home := &home{shell: shell, store: store, media: med}
 	kh := &kbs{store: store, rag: kb, models: models, shell: shell, embedModel: cfg.EmbedModel, maxBytes: cfg.UserMaxBytes}
 	au := &auth{store: store, sessions: sh.sessions, limit: cfg.LoginLimit, signupLimit: cfg.SignupLimit,
 		hashes: sh.hashes, streams: sh.streams, seen: newSeenSessions()}
+	mg := &manage{store: store, shell: shell}
 	mp := &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell}
 	acc := &account{store: store, sessions: sh.sessions, hashes: sh.hashes, streams: sh.streams, limit: cfg.LoginLimit}
 	tokens := &tokenPages{store: store, now: cfg.Now}
@@ -192,7 +194,8 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		threads:    &threads{store: store, shell: shell, home: home, rt: rt, media: med},
 		messages:   &messages{store: store, rt: rt, media: med},
 		runs:       &runs{store: store, models: models, rt: rt, closing: sh.closing, streams: sh.streams, sessions: sh.sessions},
-		manage:     &manage{store: store, shell: shell},
+		manage:     mg,
+		imports:    &importPages{store: store, imports: cfg.Imports, shell: shell, manage: mg},
 		workspaces: &workspaces{store: store, shell: shell, sessions: sh.sessions},
 		roles:      &roles{store: store, shell: shell},
 		settings:   &settings{store: store, shell: shell, account: acc, tokens: tokens},
@@ -202,7 +205,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		agent:      &agentPages{agentTools: tools, shell: shell, rt: rt},
 		hooks:      &hookPages{store: store, ag: ag, shell: shell},
 		media:      mp,
-		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers, mcp: cfg.MCP},
+		admin:      &admin{store: store, shell: shell, media: med, servers: models.Servers, mcp: cfg.MCP, web: kb},
 		goals:      &goalPanel{store: store, rt: rt},
 		shares:     &sharePages{store: store, shell: shell, publicURL: cfg.PublicURL, now: cfg.Now},
 		shareRead:  &sharedPages{store: store, files: mp, now: cfg.Now},
@@ -256,7 +259,11 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		r.Get("/auth/oidc/login", e.sso.login)
 		r.Post("/auth/oidc/login", e.sso.describe(e.sso.login)) // a refusal redraws the sign-in page
 		r.Get("/auth/oidc/callback", e.sso.callback)
-		r.Get("/invite/{token}", e.auth.showInvite)
+		// Linking to an existing account by its email needs its password,
+		// also with WEFT_OIDC_ONLY (it signs in nobody but the linked account).
+		r.Get("/auth/oidc/link", e.sso.showLink)
+		r.Post("/auth/oidc/link", e.sso.link)
+		r.Get("/invite/{token}", e.sso.describe(e.auth.showInvite))
 		r.Get("/reset/{token}", e.account.showReset)
 		r.Post("/reset/{token}", e.account.reset)
 		r.Group(func(r chi.Router) {
@@ -266,14 +273,15 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		})
 	})
 	// Share links (issue 18): read by anyone with the token, so no session is
-	// loaded and no user required; not indexed, not cached, no Referer.
-	r.Group(func(r chi.Router) {
+	// loaded and no user required; not indexed, not cached, no Referer. A
+	// router of their own, so that a 404 or 405 under /s/ has the headers too.
+	r.Route("/s", func(r chi.Router) {
 		r.Use(shareHeaders, capBody(e.cfg.MaxBodyBytes), writeDeadline(2*time.Minute))
-		r.Get("/s/{token}", e.shareRead.show)
-		r.Get("/s/{token}/attachments/{id}", e.shareRead.attachment(false))
-		r.Get("/s/{token}/attachments/{id}/thumb", e.shareRead.attachment(true))
-		r.Get("/s/{token}/media/{id}", e.shareRead.media(false))
-		r.Get("/s/{token}/media/{id}/thumb", e.shareRead.media(true))
+		r.Get("/{token}", e.shareRead.show)
+		r.Get("/{token}/attachments/{id}", e.shareRead.attachment(false))
+		r.Get("/{token}/attachments/{id}/thumb", e.shareRead.attachment(true))
+		r.Get("/{token}/media/{id}", e.shareRead.media(false))
+		r.Get("/{token}/media/{id}/thumb", e.shareRead.media(true))
 	})
 	// Sends: the composer's files make them larger than other forms.
 	r.Group(func(r chi.Router) {
@@ -283,10 +291,11 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		r.Post("/t", e.threads.create)
 		r.Post("/t/{id}/messages", e.threads.append)
 	})
-	// Uploads: the same, with a larger cap of their own.
+	// Imports: an export of another app may be hundreds of megabytes
+	// (WEFT_IMPORT_MAX_BYTES); the job reads it after the upload.
 	r.Group(func(r chi.Router) {
-		r.Use(capBody(chat.MaxImportBytes+1<<20), writeDeadline(2*time.Minute), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
-		r.Post("/import", e.manage.importThread)
+		r.Use(capBody(e.imports.maxBytes()+1<<20), writeDeadline(10*time.Minute), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
+		r.Post("/import", e.imports.upload)
 	})
 	// Knowledge base uploads: many files at once, each up to the file limit.
 	r.Group(func(r chi.Router) {
@@ -349,7 +358,10 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Get("/t/{id}/export.{format}", mg.export)
 	r.Get("/search", mg.search)
 	r.Get("/archived", mg.archived)
-	r.Get("/import", mg.importPage)
+	r.Get("/import", e.imports.show)
+	r.Get("/imports/{id}", e.imports.report)
+	r.Get("/imports/{id}/progress", e.imports.progress)
+	r.Post("/imports/{id}/stop", e.imports.stop)
 
 	r.Get("/w/{id}/threads", e.shell.sidebarPage)
 	r.Get("/workspaces", ws.list)
@@ -422,6 +434,7 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.With(requireAdmin).Get("/admin", ad.show)
 	r.With(requireAdmin).Post("/admin/signup", ad.setSignup)
 	r.With(requireAdmin).Post("/admin/system-prompt", ad.setSystemPrompt)
+	r.With(requireAdmin).Post("/admin/web-search", ad.setWebSearch)
 	r.With(requireAdmin).Post("/reload-mcp", ad.reloadMCP)
 	e.userAdminRoutes(r)
 

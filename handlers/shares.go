@@ -45,6 +45,10 @@ var shareExpiry = map[string]time.Duration{"never": 0, "": 0, "1d": 24 * time.Ho
 // without padding (256 bits, URL-safe).
 const shareTokenLen = 43
 
+// shareHintLen is how many of a token's characters are kept to tell links
+// apart (shares.token_hint, and what logs keep of a share's path).
+const shareHintLen = 6
+
 // newShareToken makes a link's token and the hash stored for it.
 func newShareToken() (token string, sum []byte) {
 	b := make([]byte, 32)
@@ -98,7 +102,7 @@ func (h *sharePages) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token, sum := newShareToken()
-	in := db.NewShare{TokenSHA256: sum, TokenHint: token[:6], IncludeFiles: r.PostForm.Get("files") == "on"}
+	in := db.NewShare{TokenSHA256: sum, TokenHint: token[:shareHintLen], IncludeFiles: r.PostForm.Get("files") == "on"}
 	if ttl > 0 {
 		at := h.now().Add(ttl)
 		in.ExpiresAt = &at

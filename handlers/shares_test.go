@@ -447,8 +447,41 @@ func TestSharingFromTheThreadPageAnswersWithThePanelAndTheURL(t *testing.T) {
 		t.Fatalf("delete the first message: %d", r.StatusCode)
 	}
 	r = e.owner.HTMX(fmt.Sprintf("/t/%d/shares", thread), nil)
-	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="share-error"`) ||
+	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="error"`) ||
 		!strings.Contains(r.Body, "no messages to share") {
 		t.Errorf("sharing an empty thread: %d %.500s", r.StatusCode, r.Body)
+	}
+}
+
+// On a page showing another branch than the saved one (?at=, from a search
+// result), the panel says plainly — not only in the folded options — that a
+// link shows the saved branch, not the one being read.
+func TestSharingFromAnotherBranchSaysPlainlyWhichBranchALinkShows(t *testing.T) {
+	t.Parallel()
+	e := newShareEnv(t)
+	ctx := context.Background()
+	thread := e.startThread("romeo")
+	e.send(thread, "sierra old")
+	path, _, err := e.app.Store.ActivePath(ctx, e.user.ID, thread, 10)
+	if err != nil || len(path) != 4 {
+		t.Fatalf("the path: %d messages, %v", len(path), err)
+	}
+	if r := e.owner.Post(fmt.Sprintf("/m/%d/edit", path[2].ID), url.Values{"content": {"sierra new"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("edit: %d", r.StatusCode)
+	}
+	waitIdle(t, e.app.Store, e.user.ID, thread)
+
+	panel := regexp.MustCompile(`(?s)<div id="share-panel".*?</form>.*?(?:<details class="share-links"|</div>)`)
+	options := regexp.MustCompile(`(?s)<details class="share-options">.*?</details>`)
+	note := "the branch you last chose"
+	other := e.owner.Get(fmt.Sprintf("/t/%d?at=%d", thread, path[2].ID))
+	if !strings.Contains(other.Body, "sierra old") || !strings.Contains(other.Body, `data-testid="other-branch"`) {
+		t.Fatalf("the page does not show the other branch: %d", other.StatusCode)
+	}
+	if p := options.ReplaceAllString(panel.FindString(other.Body), ""); !strings.Contains(p, note) {
+		t.Errorf("on another branch the share panel says which branch a link shows only in its folded options: %s", panel.FindString(other.Body))
+	}
+	if p := panel.FindString(e.owner.Get(fmt.Sprintf("/t/%d", thread)).Body); p == "" || strings.Contains(p, note) {
+		t.Errorf("on the saved branch the share panel is %q", p)
 	}
 }

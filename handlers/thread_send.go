@@ -116,6 +116,11 @@ func (h *threads) readInput(w http.ResponseWriter, r *http.Request, in *chat.Inp
 	if r.PostForm.Has("agent_present") {
 		in.SetAgent, in.Agent = true, r.PostForm.Get("agent") == "on"
 	}
+	if r.PostForm.Has("web_present") {
+		// While no search service is set up the switch stays off,
+		// whatever the form says.
+		in.SetWeb, in.Web = true, r.PostForm.Get("web") == "on" && h.shell.agent.web.WebSearchUnavailable() == ""
+	}
 	if r.PostForm.Has("role") {
 		in.SetRole = true
 		if v := r.PostForm.Get("role"); v != "" {

@@ -42,6 +42,11 @@ type Config struct {
 	// is added, fetched or fetched again; jobs queued before settle with
 	// ErrWebOff's message, without a request.
 	WebOff bool
+	// Search is the search service used until an administrator saves one
+	// on /admin (WEFT_SEARCH_URL, WEFT_SEARCH_KIND); SearchTimeout bounds
+	// one request to it (default 10 s).
+	Search        WebSearchSettings
+	SearchTimeout time.Duration
 }
 
 // Queue is the job queue ingestion and re-embedding run in: River's
@@ -65,6 +70,7 @@ type Service struct {
 	cfg   Config
 	jobs  Jobs
 	sem   chan struct{} // bounds background embedding requests
+	web   webCache      // the search service's settings (websearch.go)
 }
 
 // New returns a service whose workers are registered on jobs; they run

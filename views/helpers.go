@@ -53,6 +53,8 @@ func runStatusLabel(s string) string {
 		return "Summarizing earlier messages…"
 	case chat.StatusSearching:
 		return "Searching the knowledge base…"
+	case chat.StatusSearchingWeb:
+		return "Searching the web and reading the pages found…"
 	}
 	return s
 }

@@ -49,6 +49,8 @@ type ComposerData struct {
 	Agent        bool               // agent mode is on for the thread
 	AgentRoot    string             // the workspace folder the agent works in
 	Tools        []ToolState        // what the agent may use, and why not
+	Web          bool               // "Search the web" is on for the thread
+	WebOff       string             // why web search is unavailable ("": it is available)
 	MaxFiles     int                // attachments per message
 	MaxFileBytes int64              // per attachment
 }
@@ -159,4 +161,15 @@ func serverError(s string) string {
 		s = string(r[:80]) + "…"
 	}
 	return s
+}
+
+// WebSearchSettings is /admin's web search section.
+type WebSearchSettings struct {
+	Kind    string
+	URL     string
+	KeySet  bool
+	Results int
+	Pages   int
+	Saved   bool
+	Off     string // what users are told while no service is set
 }

@@ -23,6 +23,7 @@ import (
 	"weft/chat"
 	"weft/db"
 	"weft/handlers"
+	"weft/importer"
 	"weft/internal/jobs"
 	"weft/mcp"
 	"weft/media"
@@ -45,11 +46,13 @@ type Config struct {
 	// Answered and Files are the app's to set (UserMaxBytes, when 0, is
 	// HTTP.UserMaxBytes); Finalized, when nil, keeps each
 	// settled answer's rendering (handlers.StoreRenderings).
-	Chat  chat.Config
-	RAG   rag.Config // its OllamaHost is set from Ollama
-	Media media.Config
-	Agent agent.Config
-	HTTP  handlers.Config
+	Chat chat.Config
+	RAG  rag.Config // its OllamaHost is set from Ollama
+	// Import limits imports of other apps' exports (WEFT_IMPORT_MAX_BYTES).
+	Import importer.Limits
+	Media  media.Config
+	Agent  agent.Config
+	HTTP   handlers.Config
 	// Shell is the sandboxed shell's settings (nil: no run_command tool).
 	// The sandbox is checked once here; when it cannot be set up the tool
 	// is listed as unavailable with the reason.
@@ -66,6 +69,7 @@ type App struct {
 	Store   *db.DB
 	Servers *chat.Servers // the model servers, when there are several (nil: one)
 	Jobs    *jobs.Queue
+	Imports *importer.Service
 	Media   *media.Service
 	RAG     *rag.Service
 	Agent   *agent.Agent
@@ -104,10 +108,16 @@ func New(store *db.DB, cfg Config) (*App, error) {
 		// holds a worker for its timeout.
 		agent.WorkspaceHookQueue: 6,
 		MemoryQueue:              1, // silent memory extraction (issue 17)
+		importer.Queue:           1, // imports of other apps' exports (issue 19): long, one at a time
 	}})
 	if err != nil {
 		return nil, err
 	}
+	imports, err := importer.New(store, queue, cfg.Import)
+	if err != nil {
+		return nil, err
+	}
+	cfg.HTTP.Imports = imports
 	if cfg.Media.DataDir == "" {
 		cfg.Media.DataDir = cfg.DataDir
 	}
@@ -135,6 +145,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	// each workspace's own, in its .weft/skills, replace them by name.
 	ag.AddProvider(agent.NewSkills(filepath.Join(cfg.Agent.DataDir, "skills"), store))
 	ag.AddProvider(agent.NewMemory(store)) // remember, forget (issue 17)
+	ag.AddProvider(agent.NewWebSearch(kb)) // web_search (issue 19)
 	if cfg.Shell != nil {
 		sb := sandbox.New(*cfg.Shell)
 		if u := sb.Unavailable(); u != "" {
@@ -150,7 +161,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 		ag.AddProvider(mc)
 		cfg.HTTP.MCP = mc
 	}
-	cfg.Chat.OllamaHost, cfg.Chat.Retriever, cfg.Chat.Agent = host, kb, ag
+	cfg.Chat.OllamaHost, cfg.Chat.Retriever, cfg.Chat.Agent, cfg.Chat.WebSearch = host, kb, ag, kb
 	cfg.Chat.Blobs, cfg.Chat.Answered, cfg.Chat.Files = ms.Blobs, ms.Answered, ms
 	mx := &memoryExtractor{store: store, queue: queue}
 	if err := mx.register(); err != nil {
@@ -166,7 +177,7 @@ func New(store *db.DB, cfg Config) (*App, error) {
 	rt := chat.New(store, ollama, chat.NewModels(ollama, host, cfg.DefaultModel, cfg.MaxCtx), cfg.Chat)
 	mx.rt = rt
 	srv := handlers.New(cfg.HTTP, store, rt, kb, ag, ms)
-	return &App{Store: store, Servers: servers, Jobs: queue, Media: ms, RAG: kb, Agent: ag, MCP: mc, RT: rt, Handler: srv}, nil
+	return &App{Store: store, Servers: servers, Jobs: queue, Imports: imports, Media: ms, RAG: kb, Agent: ag, MCP: mc, RT: rt, Handler: srv}, nil
 }
 
 // Start begins connecting the MCP servers (in the background: their last

@@ -340,8 +340,9 @@ func (p *pullRun) finish() {
 	p.s.notifyLocked()
 }
 
-// handleDelete is DeleteHandler: the model is gone from /api/tags and
-// /api/ps; 200 with no body.
+// handleDelete is DeleteHandler: the model is gone from /api/tags; 200
+// with no body. Like Ollama's, it leaves the model in /api/ps when it is
+// loaded (until its keep-alive ends), and an unload of it is then 404.
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -364,7 +365,6 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("model '%s' not found", name))
 		return
 	}
-	s.unload(m)
 	s.mu.Lock()
 	s.deleted = append(s.deleted, displayName(m.Name))
 	s.notifyLocked()

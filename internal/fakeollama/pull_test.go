@@ -167,6 +167,28 @@ func TestDeleteRemovesAModelAndUnknownOnesAre404(t *testing.T) {
 	}
 }
 
+// As Ollama's DeleteHandler: a loaded model deleted stays in memory (its
+// runner is not expired), and unloading it is then 404.
+func TestDeletingALoadedModelLeavesItInPsWhereUnloadCannotReachIt(t *testing.T) {
+	t.Parallel()
+	s := New(t)
+	c := client(t, s)
+	if err := c.Generate(ctxT(t), &api.GenerateRequest{Model: "tiny"}, func(api.GenerateResponse) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctxT(t), &api.DeleteRequest{Model: "tiny"}); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := c.ListRunning(ctxT(t)); err != nil || len(ps.Models) != 1 || ps.Models[0].Name != "tiny:latest" {
+		t.Fatalf("ps after delete = %+v, %v", ps, err)
+	}
+	err := c.Generate(ctxT(t), &api.GenerateRequest{Model: "tiny", KeepAlive: &api.Duration{}}, func(api.GenerateResponse) error { return nil })
+	var se api.StatusError
+	if !errors.As(err, &se) || se.StatusCode != 404 {
+		t.Fatalf("unload after delete: %v", err)
+	}
+}
+
 func TestPsListsLoadedModelsAndAnEmptyGenerateWithKeepAliveZeroUnloads(t *testing.T) {
 	t.Parallel()
 	s := New(t)

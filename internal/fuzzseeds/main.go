@@ -19,6 +19,7 @@ func main() {
 	write("views/testdata/fuzz/FuzzRenderMarkdown", markdownSeeds())
 	write("chat/testdata/fuzz/FuzzImport", importSeeds())
 	write("handlers/testdata/fuzz/FuzzSSE", sseSeeds())
+	write("importer/testdata/fuzz/FuzzParse", foreignImportSeeds())
 }
 
 // seed is one corpus entry: its values, each a string or []byte.
@@ -143,4 +144,57 @@ func sseSeeds() []seed {
 		{strings.Repeat("line\n", 1000), strings.Repeat("\r", 1000)},
 		{"\xff\xfe\x00", "data:no-space"},
 	}
+}
+
+// foreignImportSeeds are ChatGPT and Open WebUI exports: the hand-written
+// fixtures and hostile variants of their shapes.
+func foreignImportSeeds() []seed {
+	var out []seed
+	for _, name := range []string{"chatgpt_conversations.json", "openwebui_export.json"} {
+		data, err := os.ReadFile(filepath.Join("importer/testdata", name))
+		if err != nil {
+			log.Fatal(err)
+		}
+		out = append(out, seed{data})
+	}
+	msg := func(id, parent, role, text string) string {
+		return fmt.Sprintf(`%q:{"id":%q,"parent":%s,"message":{"author":{"role":%q},"content":{"content_type":"text","parts":[%q]}}}`,
+			id, id, parent, role, text)
+	}
+	chain := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`[{"title":"chain","mapping":{`)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			parent := "null"
+			if i > 0 {
+				parent = strconv.Quote(fmt.Sprint("n", i-1))
+			}
+			b.WriteString(msg(fmt.Sprint("n", i), parent, []string{"user", "assistant"}[i%2], "m"))
+		}
+		b.WriteString(`},"current_node":"n` + fmt.Sprint(n-1) + `"}]`)
+		return b.String()
+	}
+	for _, s := range []string{
+		`[` + strings.Repeat("[", 10_000),
+		`[{"mapping":` + strings.Repeat("[", 5_000) + strings.Repeat("]", 5_000) + `}]`,
+		`[{"title":"loop","mapping":{` + msg("a", `"b"`, "user", "x") + "," + msg("b", `"a"`, "assistant", "y") + `},"current_node":"a"}]`,
+		`[{"title":"self","mapping":{` + msg("a", `"a"`, "user", "x") + `}}]`,
+		`[{"title":"dangling","mapping":{` + msg("a", `"gone"`, "user", "x") + `}}]`,
+		`[{"title":5,"mapping":[]},{"title":"t","mapping":{"a":{"message":{"author":{"role":7}}}}}]`,
+		`[{"title":"t","chat":{"history":{"messages":{"a":{"id":"a","parentId":"a","role":"user","content":[1,{"type":"image_url"}]}},"currentId":"a"}}}]`,
+		`[{"title":"t","chat":{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","error":{"content":"boom"}}]}}]`,
+		"[{\"title\":\"bad \xff\xfe utf-8 \\u0000\",\"mapping\":{" + msg("a", "null", "user", "nul\x00 \xc3") + "}}]",
+		`[{"title":"` + strings.Repeat("é", 20_000) + `","mapping":{` + msg("a", "null", "user", strings.Repeat("x", 60_000)) + `}}]`,
+		chain(300),
+		`[{"title":"t","mapping":{"a":`,
+		"\xef\xbb\xbf" + `{"title":"one","mapping":{` + msg("a", "null", "user", "x") + `}}`,
+		`[1, "two", null, [], {}]`,
+		`[{"mapping":{}} x {"mapping":{}}]`,
+	} {
+		out = append(out, seed{[]byte(s)})
+	}
+	return out
 }

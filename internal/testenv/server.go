@@ -16,6 +16,7 @@ import (
 	"weft/chat"
 	"weft/db"
 	"weft/handlers"
+	"weft/importer"
 	"weft/internal/app"
 	"weft/internal/fakeollama"
 	"weft/internal/jobs"
@@ -35,8 +36,9 @@ type Options struct {
 	MoreFakes []*fakeollama.Server
 	Servers   chat.ServersConfig
 	RAG       rag.Config
-	Agent     agent.Config // DataDir "" : a temporary directory
-	Media     media.Config // DataDir "" : a temporary directory
+	Import    importer.Limits // imports of other apps' exports
+	Agent     agent.Config    // DataDir "" : a temporary directory
+	Media     media.Config    // DataDir "" : a temporary directory
 	// Fetch replaces the agent's web fetch (nil: the real, SSRF-safe one).
 	Fetch func(ctx context.Context, url string) (agent.FetchResult, error)
 	MCP   mcp.Config // the MCP servers (none by default)
@@ -94,7 +96,7 @@ func Start(t testing.TB, store *db.DB, o Options) *App {
 		servers = append(servers, m)
 	}
 	a, err := app.New(store, app.Config{Ollama: servers, Servers: o.Servers, DefaultModel: o.DefaultModel,
-		Chat: o.Chat, RAG: o.RAG, Media: o.Media, Agent: o.Agent, HTTP: o.HTTP, Fetch: o.Fetch, MCP: o.MCP})
+		Chat: o.Chat, RAG: o.RAG, Import: o.Import, Media: o.Media, Agent: o.Agent, HTTP: o.HTTP, Fetch: o.Fetch, MCP: o.MCP})
 	if err != nil {
 		t.Fatalf("build the app: %v", err)
 	}
