@@ -51,6 +51,7 @@ type config struct {
 	metricsToken string
 	maxStreams   int
 	signupLimit  int
+	apiRate      int // WEFT_API_RATE: requests per minute per API token, 0 = no limit
 	mediaWorkers int
 	mediaPending int
 	// Sub-agents: rounds, seconds of work and concurrency of each.
@@ -103,6 +104,9 @@ func loadConfig() (config, error) {
 		return c, err
 	}
 	if c.signupLimit, err = envInt("WEFT_SIGNUP_LIMIT", 10, 0); err != nil {
+		return c, err
+	}
+	if c.apiRate, err = envInt("WEFT_API_RATE", 60, 0); err != nil {
 		return c, err
 	}
 	if c.maxBody, err = envInt[int64]("WEFT_MAX_BODY_BYTES", 1<<20, 1024); err != nil {
@@ -328,10 +332,20 @@ func appConfig(cfg config) app.Config {
 			MetricsToken:      cfg.metricsToken,
 			MaxStreamsPerUser: cfg.maxStreams,
 			SignupLimit:       cfg.signupLimit,
+			APIRate:           apiRate(cfg.apiRate),
 			UserMaxBytes:      cfg.userBytes,
 			OIDC:              cfg.oidc,
 		},
 	}
+}
+
+// apiRate is WEFT_API_RATE for handlers.Config: there 0 is the default
+// and a negative number no limit.
+func apiRate(perMinute int) int {
+	if perMinute == 0 {
+		return -1
+	}
+	return perMinute
 }
 
 // searchConfig reads the search service used until an administrator saves

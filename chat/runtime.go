@@ -123,6 +123,7 @@ type Runtime struct {
 	progress *progressWriter // saves live runs' text, off the token path
 	notes    *notes          // followers waiting for notes of other instances
 	pulls    *Pulls          // model pulls, deletes, unloads (nil: the store keeps no pulls)
+	apiRuns  apiRuns         // API answers running here, per user (chat/complete.go)
 
 	mu      sync.Mutex
 	live    map[int64]*liveRun

@@ -297,6 +297,16 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	_, SA := newShare(withFile.Thread.ID)
 	freshShare := func() string { sh, _ := newShare(first.ThreadID); return fmt.Sprintf("/shares/%d/revoke", sh.ID) }
 
+	// API tokens (issue 19): the owner's, revoked fresh per caller.
+	freshToken := func() string {
+		addToken(t, store, u.ID, nil, db.ScopeChat)
+		toks, err := store.APITokens(ctx, u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("/settings/tokens/%d/revoke", toks[0].ID)
+	}
+
 	const (
 		login = "→/login"
 		self  = "any" // a route with no object id: the other user acts on their own data
@@ -442,6 +452,8 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/t/{id}/shares", "/t/" + T + "/shares", url.Values{"expires": {"7d"}}, nil, want{200, 404, login}},
 		{"POST", "/shares/{id}/revoke", "", nil, freshShare, want{303, 404, login}},
 		{"GET", "/shares", "/shares", nil, nil, want{200, 200, login}},
+		{"POST", "/settings/tokens", "/settings/tokens", url.Values{"name": {"cli"}, "scope": {"chat"}, "expires": {"7d"}}, nil, want{200, 200, login}},
+		{"POST", "/settings/tokens/{id}/revoke", "", nil, freshToken, want{303, 404, login}},
 		{"GET", "/s/{token}", SM, nil, nil, want{200, 200, 200}},
 		{"GET", "/s/{token}/attachments/{id}", SA + "/attachments/" + AT, nil, nil, want{200, 200, 200}},
 		{"GET", "/s/{token}/attachments/{id}/thumb", SA + "/attachments/" + AT + "/thumb", nil, nil, want{200, 200, 200}},
@@ -493,6 +505,44 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 			}
 		}
 	}
+	// The API (issue 19): called with the owner's token, the other user's
+	// token, and none. The owner's objects (workspace, knowledge base) named
+	// with the other user's token are a 404; no token is a 401.
+	// The owner's answers started by the rows above must end first: an API
+	// answer takes a slot of the per-user run cap like they do.
+	testwait.For(t, "the owner's runs to end", 30*time.Second, func() bool {
+		n, err := store.ActiveRunCount(ctx, u.ID)
+		return err == nil && n == 0
+	})
+	ownerToken := addToken(t, store, u.ID, nil, db.ScopeChat, db.ScopeKB)
+	otherToken := addToken(t, store, otherUser.ID, nil, db.ScopeChat, db.ScopeKB)
+	chatBody := func(weft string) string {
+		return `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"weft":` + weft + `}`
+	}
+	for _, rt := range []struct {
+		method, pattern, path, body string
+		want                        want
+	}{
+		{"GET", "/v1/models", "/v1/models", "", want{200, 200, 401}},
+		{"POST", "/v1/chat/completions", "/v1/chat/completions", chatBody(`{"workspace_id":` + W + `,"store":true}`), want{200, 404, 401}},
+		{"POST", "/v1/chat/completions", "/v1/chat/completions", chatBody(`{"knowledge_bases":[` + K + `]}`), want{200, 404, 401}},
+		{"POST", "/v1/embeddings", "/v1/embeddings", `{"model":"embedder","input":"hi"}`, want{200, 200, 401}},
+	} {
+		covered[rt.method+" "+rt.pattern] = true
+		for _, caller := range []struct {
+			name, token string
+			want        any
+		}{{"anonymous", "", rt.want.anon}, {"other user", otherToken, rt.want.other}, {"owner", ownerToken, rt.want.owner}} {
+			r := rawAPI(t, app, rt.method, rt.path, caller.token, rt.body)
+			if r.StatusCode != caller.want {
+				t.Errorf("%s %s %s with the %s's token = %d %s, want %d", rt.method, rt.path, rt.body, caller.name, r.StatusCode, r.Body, caller.want)
+			}
+			if strings.Contains(r.Body, "owner@example.com") || (caller.name != "owner" && strings.Contains(r.Body, "KB ")) {
+				t.Errorf("%s %s as %s shows the owner's data: %s", rt.method, rt.path, caller.name, r.Body)
+			}
+		}
+	}
+
 	var missing []string
 	for _, r := range srv.Routes() {
 		if !covered[r] {

@@ -47,6 +47,9 @@ type Config struct {
 	MCP MCPServers
 	// OIDC is single sign-on (WEFT_OIDC_*; nil: none).
 	OIDC *OIDCConfig
+	// APIRate is WEFT_API_RATE: requests per minute one API token may make,
+	// counted in Postgres (default 60; negative: no limit).
+	APIRate int
 	// Imports imports other apps' exports in the background
 	// (importer.Service; nil: /import takes Weft's own exports only).
 	Imports Importer
@@ -70,6 +73,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxStreamsPerUser <= 0 {
 		cfg.MaxStreamsPerUser = 20
+	}
+	if cfg.APIRate == 0 {
+		cfg.APIRate = 60
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

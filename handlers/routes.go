@@ -96,6 +96,7 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 		closing:  make(chan struct{}),
 	}
 	e := newEndpoints(cfg, store, shared, rt, kb, ag, med)
+	e.api = newAPIEndpoints(cfg, store, rt, reg)
 	r := e.routes(newMetrics(reg), metricsHandler)
 	go shared.streams.sweep(store.LiveSessions, cfg.StreamSweep, shared.closing)
 	return &Server{Handler: r, router: r, metrics: metricsHandler, streams: shared.streams, hashes: shared.hashes,
@@ -165,6 +166,8 @@ type endpoints struct {
 	shares     *sharePages
 	shareRead  *sharedPages
 	models     *modelPages
+	api        *apiEndpoints // the OpenAI-compatible API (issue 19)
+	tokens     *tokenPages   // API tokens on /settings (issue 19)
 }
 
 // newEndpoints builds every handler once. The shell (the page frame) and
@@ -181,6 +184,7 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 	mg := &manage{store: store, shell: shell}
 	mp := &mediaPages{store: store, ms: med, blobs: med.Blobs, shell: shell}
 	acc := &account{store: store, sessions: sh.sessions, hashes: sh.hashes, streams: sh.streams, limit: cfg.LoginLimit}
+	tokens := &tokenPages{store: store, now: cfg.Now}
 	return &endpoints{
 		cfg: cfg, store: store, sessions: sh.sessions, fileLimits: med.Limits(),
 		auth:       au,
@@ -194,7 +198,8 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		imports:    &importPages{store: store, imports: cfg.Imports, shell: shell, manage: mg},
 		workspaces: &workspaces{store: store, shell: shell, sessions: sh.sessions},
 		roles:      &roles{store: store, shell: shell},
-		settings:   &settings{store: store, shell: shell, account: acc},
+		settings:   &settings{store: store, shell: shell, account: acc, tokens: tokens},
+		tokens:     tokens,
 		kbs:        kh,
 		kbWeb:      &kbWeb{kbs: kh, web: kb, store: store},
 		agent:      &agentPages{agentTools: tools, shell: shell, rt: rt},
@@ -219,6 +224,9 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 // imports, knowledge-base uploads) and last the event streams.
 func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	cop := http.NewCrossOriginProtection()
+	// The API takes a Bearer token and never a cookie: a cross-site request
+	// carries no credential there, so there is nothing to forge.
+	cop.AddInsecureBypassPattern("/v1/")
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		errorPage(w, r, http.StatusForbidden, "This request came from another site and was refused.")
 	}))
@@ -293,6 +301,18 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(capBody(e.cfg.MaxUploadBytes), writeDeadline(10*time.Minute), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
 		r.Post("/kb/{id}/upload", e.kbs.upload)
+	})
+	// The OpenAI-compatible API (issue 19): a Bearer token and nothing
+	// else — no session is loaded, so the session cookie means nothing
+	// here, and no other route reads a Bearer token. Capped bodies; the
+	// completions have no write deadline (a stream lasts an answer).
+	r.Route("/v1", func(r chi.Router) {
+		r.NotFound(apiNotFoundRoute)
+		r.MethodNotAllowed(apiNotFoundRoute)
+		r.Use(e.api.observe, apiCapBody(e.cfg.MaxBodyBytes), e.api.bearer)
+		r.With(writeDeadline(time.Minute)).Get("/models", e.api.listModels)
+		r.Post("/chat/completions", e.api.chatCompletions)
+		r.With(writeDeadline(5*time.Minute)).Post("/embeddings", e.api.embeddings)
 	})
 	// Event streams: signed in, but no write deadline (they last a run).
 	r.Group(func(r chi.Router) {
@@ -399,6 +419,8 @@ func (e *endpoints) libraryRoutes(r chi.Router) {
 	r.Post("/settings/password", e.settings.changePassword)
 	r.Post("/settings/sessions/others", e.account.signOutOthers)
 	r.Post("/settings/sessions/{id}/delete", e.account.signOutOne)
+	r.Post("/settings/tokens", e.tokens.create(e.settings))
+	r.Post("/settings/tokens/{id}/revoke", e.tokens.revoke)
 
 	r.Get("/attachments/{id}", mp.attachment)
 	r.Get("/attachments/{id}/thumb", mp.attachmentThumb)

@@ -20,6 +20,7 @@ type settings struct {
 	store   instructionsStore
 	shell   *shell
 	account *account
+	tokens  *tokenPages
 }
 
 func (h *settings) show(w http.ResponseWriter, r *http.Request) {
@@ -28,6 +29,27 @@ func (h *settings) show(w http.ResponseWriter, r *http.Request) {
 
 // render draws /settings, with an error of the account part.
 func (h *settings) render(w http.ResponseWriter, r *http.Request, status int, accountErr string) {
+	h.renderWith(w, r, status, accountErr, nil, "")
+}
+
+// renderTokens draws /settings with the API tokens part's new token or
+// error.
+// An htmx request (the create form) gets the part alone, so that a reload
+// is a GET of /settings, which never shows the token again.
+func (h *settings) renderTokens(w http.ResponseWriter, r *http.Request, status int, created *views.CreatedToken, tokenErr string) {
+	if !isHTMX(r) {
+		h.renderWith(w, r, status, "", created, tokenErr)
+		return
+	}
+	toks, err := h.tokens.section(r, created, tokenErr)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	render(w, r, status, views.TokensPart(toks))
+}
+
+func (h *settings) renderWith(w http.ResponseWriter, r *http.Request, status int, accountErr string, created *views.CreatedToken, tokenErr string) {
 	u, _ := currentUser(r)
 	text, err := h.store.Instructions(r.Context(), u.ID)
 	if err != nil {
@@ -39,7 +61,13 @@ func (h *settings) render(w http.ResponseWriter, r *http.Request, status int, ac
 		serverError(w, r, err)
 		return
 	}
-	h.shell.page(w, r, status, "Settings", templ.Join(views.SettingsPage(text, r.URL.Query().Has("saved")), views.AccountPart(acc)))
+	toks, err := h.tokens.section(r, created, tokenErr)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	h.shell.page(w, r, status, "Settings", templ.Join(views.SettingsPage(text, r.URL.Query().Has("saved")), views.AccountPart(acc),
+		views.TokensPart(toks)))
 }
 
 func (h *settings) setInstructions(w http.ResponseWriter, r *http.Request) {

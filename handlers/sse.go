@@ -74,3 +74,27 @@ func (s *eventStream) comment() error {
 	}
 	return s.rc.Flush()
 }
+
+// sendData writes one unnamed event: "data: " and the payload, every line
+// prefixed as in send. OpenAI's streams (the API's chat completions) are
+// such events, JSON on one line each, then "data: [DONE]".
+func (s *eventStream) sendData(data string) error {
+	s.out.Reset()
+	data = strings.ReplaceAll(data, "\r\n", "\n")
+	data = strings.ReplaceAll(data, "\r", "\n")
+	for {
+		line, rest, more := strings.Cut(data, "\n")
+		s.out.WriteString("data: ")
+		s.out.WriteString(line)
+		s.out.WriteByte('\n')
+		if !more {
+			break
+		}
+		data = rest
+	}
+	s.out.WriteByte('\n')
+	if _, err := s.w.Write(s.out.Bytes()); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
