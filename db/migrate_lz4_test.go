@@ -42,7 +42,7 @@ func TestLargeColumnsCompressWithLz4(t *testing.T) {
 		}
 	}
 
-	u, ws := newUser(t, store, "lz4@example.com")
+	u, ws := oldUser(t, store, "lz4@example.com")
 	var thread int64
 	if err := store.Pool.QueryRow(ctx, `INSERT INTO threads (workspace_id, owner_id, title) VALUES ($1, $2, 'long') RETURNING id`,
 		ws.ID, u.ID).Scan(&thread); err != nil {

@@ -15,7 +15,7 @@ func TestTheRankingMigrationIndexesExistingChunksWithTitlesStemsAndCountsAgain(t
 	if _, err := db.MigrateUpTo(ctx, store, 11); err != nil {
 		t.Fatal(err)
 	}
-	u, ws := newUser(t, store, "old@example.com")
+	u, ws := oldUser(t, store, "old@example.com")
 	var kb, doc int64
 	if err := store.Pool.QueryRow(ctx, `INSERT INTO knowledge_bases (workspace_id, owner_id, name, embed_model, dims)
 		VALUES ($1, $2, 'Old', 'embedder', 3) RETURNING id`, ws.ID, u.ID).Scan(&kb); err != nil {

@@ -24,7 +24,7 @@ func TestTheVectorIndexMigrationMovesEveryDimensionToTheHalfvecIndexTheQueryUses
 	if _, err := db.MigrateUpTo(ctx, store, 14); err != nil {
 		t.Fatal(err)
 	}
-	u, ws := newUser(t, store, "vectors@example.com")
+	u, ws := oldUser(t, store, "vectors@example.com")
 	var kb, moving, doc int64
 	if err := store.Pool.QueryRow(ctx, `INSERT INTO knowledge_bases (workspace_id, owner_id, name, embed_model, dims)
 		VALUES ($1, $2, 'Old', 'embedder', 3) RETURNING id`, ws.ID, u.ID).Scan(&kb); err != nil {
