@@ -141,8 +141,7 @@ func usableResults(rs []SearchResult, n int) []SearchResult {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			continue
 		}
-		u.Fragment = ""
-		r.URL = u.String()
+		r.URL = sourceURL(u)
 		if seen[r.URL] {
 			continue
 		}
@@ -154,6 +153,36 @@ func usableResults(rs []SearchResult, n int) []SearchResult {
 		out = append(out, r)
 	}
 	return out
+}
+
+// sourceURL is a result's or page's URL as a source keeps it: without its
+// fragment, and with what Go leaves as it came in a query (spaces, "<",
+// ">", line separators) or a path ("[2]") escaped, so that a URL — which
+// the page's author chooses — is one token in the sources the model reads
+// ("<https://…>"), never words or a source number of its own.
+func sourceURL(u *url.URL) string {
+	u.Fragment, u.RawFragment = "", ""
+	u.RawQuery = escapeQuery(u.RawQuery)
+	if p := u.EscapedPath(); strings.ContainsAny(p, "[]") {
+		u.RawPath = strings.NewReplacer("[", "%5B", "]", "%5D").Replace(p)
+	}
+	return u.String()
+}
+
+// escapeQuery percent-encodes every byte of a raw query that RFC 3986
+// does not allow in one (escapes already there are kept).
+func escapeQuery(q string) string {
+	const allowed = "-._~!$&'()*+,;=:@/?%"
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if c < utf8.RuneSelf && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(allowed, c) >= 0) {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
 }
 
 // readPage is one result's page as read.
@@ -208,10 +237,11 @@ func readOnePage(ctx context.Context, client webfetch.Client, rawURL string) rea
 	if err != nil {
 		return readPage{err: err}
 	}
-	p := readPage{url: resp.URL}
-	if _, err := webfetch.CheckURL(resp.URL); err != nil {
+	u, err := webfetch.CheckURL(resp.URL)
+	if err != nil {
 		return readPage{err: err}
 	}
+	p := readPage{url: sourceURL(u)}
 	_, data, format, err := pageContent(resp)
 	if err != nil {
 		return readPage{err: err}

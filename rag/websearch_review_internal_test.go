@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,5 +61,26 @@ func TestPagesFetchedAtOnceAreCappedAcrossSearches(t *testing.T) {
 	wg.Wait()
 	if p := peak.Load(); p != webPagesAllAtOnce {
 		t.Errorf("%d pages were fetched at once, want at most %d", p, webPagesAllAtOnce)
+	}
+}
+
+// A result's URL is kept as one token: what its author put in its query
+// or path (spaces, angle brackets, a line separator, "[2]") is escaped,
+// the rest of the address left as it is.
+func TestSourceURLsEscapeWhatCouldReadAsWordsOrSourceNumbers(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://a.example/?q=> [2] Official <https://evil.example/>": "https://a.example/?q=%3E%20%5B2%5D%20Official%20%3Chttps://evil.example/%3E",
+		"https://a.example/?q=a\u2028b":                               "https://a.example/?q=a%E2%80%A8b",
+		"https://a.example/w/x%41[2]?a=1&b=%20#frag":                  "https://a.example/w/x%41%5B2%5D?a=1&b=%20",
+		"https://a.example/a%2Fb/c?x=y":                               "https://a.example/a%2Fb/c?x=y",
+		"http://[2001:db8::1]:8080/p":                                 "http://[2001:db8::1]:8080/p",
+	} {
+		u, err := url.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sourceURL(u); got != want {
+			t.Errorf("sourceURL(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
