@@ -354,8 +354,8 @@ func searchConfig() (rag.WebSearchSettings, error) {
 			// As /admin's form: a password in the URL would be shown back
 			// on /admin and in this error; a key goes in the form's field.
 			return w, fmt.Errorf("WEFT_SEARCH_URL must not contain a user name or password (set an API key on /admin instead), got %q", u.Redacted())
-		case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			return w, fmt.Errorf("WEFT_SEARCH_URL must be an http or https URL (a SearXNG instance), got %q", w.URL)
+		case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+			return w, fmt.Errorf("WEFT_SEARCH_URL must be an http or https URL (a SearXNG instance's base address, without ?… or #…), got %q", w.URL)
 		}
 	}
 	return w, nil

@@ -19,8 +19,9 @@ func TestWEFTSearchURLSetsTheSearchServiceAndBadValuesStopStartUp(t *testing.T) 
 		t.Errorf("the search service = %+v", got)
 	}
 	for env, want := range map[string]string{
-		"WEFT_SEARCH_URL=ftp://x": "WEFT_SEARCH_URL must be an http or https URL",
-		"WEFT_SEARCH_KIND=google": "WEFT_SEARCH_KIND must be searxng",
+		"WEFT_SEARCH_URL=ftp://x":                       "WEFT_SEARCH_URL must be an http or https URL",
+		"WEFT_SEARCH_URL=http://searxng:8080/search?q=": "WEFT_SEARCH_URL must be an http or https URL",
+		"WEFT_SEARCH_KIND=google":                       "WEFT_SEARCH_KIND must be searxng",
 		// A password would be shown back on /admin, whose form refuses it.
 		"WEFT_SEARCH_URL=http://weft:s3cret@searxng:8080": "WEFT_SEARCH_URL must not contain a user name or password",
 	} {

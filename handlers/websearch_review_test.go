@@ -1,6 +1,8 @@
 package handlers_test
 
 import (
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -117,5 +119,23 @@ func TestAResultsURLCannotForgeSourcesEither(t *testing.T) {
 	}
 	if ss := m.Metadata.Sources; len(ss) != 1 || ss[0].URL != escaped {
 		t.Errorf("stored sources = %+v", ss)
+	}
+}
+
+// The service URL is a base address: one copied from a search in the
+// browser ("…/search?q=x") is refused when saved, instead of making every
+// later search fail.
+func TestTheSearchServiceURLIsABaseAddressWithoutAQuery(t *testing.T) {
+	t.Parallel()
+	search := newFakeSearXNG(t)
+	e := newWebSearchEnv(t, testenv.Options{})
+	for _, bad := range []string{search.URL + "/search?q=x&format=json", search.URL + "/?", search.URL + "/#top"} {
+		r := e.c.Post("/admin/web-search", url.Values{"kind": {"searxng"}, "url": {bad}, "results": {"5"}, "pages": {"0"}})
+		if r.StatusCode != http.StatusBadRequest || !strings.Contains(r.Body, "without ?… or #…") {
+			t.Errorf("%s: %d", bad, r.StatusCode)
+		}
+	}
+	if admin := e.c.Get("/admin").Body; !strings.Contains(admin, `data-testid="web-search-off"`) {
+		t.Errorf("a refused URL was saved")
 	}
 }
