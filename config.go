@@ -360,8 +360,16 @@ func searchConfig() (rag.WebSearchSettings, error) {
 		return w, fmt.Errorf("WEFT_SEARCH_KIND must be searxng, got %q", w.Kind)
 	}
 	if w.URL != "" {
-		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return w, fmt.Errorf("WEFT_SEARCH_URL must be an http or https URL (a SearXNG instance), got %q", w.URL)
+		u, err := url.Parse(w.URL)
+		switch {
+		case err != nil:
+			return w, fmt.Errorf("WEFT_SEARCH_URL must be an http or https URL (a SearXNG instance)")
+		case u.User != nil:
+			// As /admin's form: a password in the URL would be shown back
+			// on /admin and in this error; a key goes in the form's field.
+			return w, fmt.Errorf("WEFT_SEARCH_URL must not contain a user name or password (set an API key on /admin instead), got %q", u.Redacted())
+		case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+			return w, fmt.Errorf("WEFT_SEARCH_URL must be an http or https URL (a SearXNG instance's base address, without ?… or #…), got %q", w.URL)
 		}
 	}
 	return w, nil

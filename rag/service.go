@@ -71,6 +71,9 @@ type Service struct {
 	jobs  Jobs
 	sem   chan struct{} // bounds background embedding requests
 	web   webCache      // the search service's settings (websearch.go)
+	// pageSlots bounds the pages web searches fetch at once, across
+	// every user (websearch_read.go).
+	pageSlots chan struct{}
 }
 
 // New returns a service whose workers are registered on jobs; they run
@@ -91,7 +94,8 @@ func New(store *db.DB, emb Ollama, jobs Jobs, cfg Config) (*Service, error) {
 	if cfg.RewriteTimeout <= 0 {
 		cfg.RewriteTimeout = 10 * time.Second
 	}
-	s := &Service{store: store, emb: emb, llm: emb, cfg: cfg, jobs: jobs, sem: make(chan struct{}, cfg.EmbedConcurrency)}
+	s := &Service{store: store, emb: emb, llm: emb, cfg: cfg, jobs: jobs, sem: make(chan struct{}, cfg.EmbedConcurrency),
+		pageSlots: make(chan struct{}, webPagesAllAtOnce)}
 	err := jobs.Register(func(w *river.Workers) error {
 		if err := river.AddWorkerSafely(w, &ingestWorker{s: s}); err != nil {
 			return err

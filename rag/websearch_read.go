@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -24,7 +25,8 @@ const (
 	webPageBytes       = 2 << 20          // one page's body (a longer one is read from its start)
 	webPageTimeout     = 10 * time.Second // one page
 	webPagesTime       = 25 * time.Second // all the pages of a search
-	webPagesAtOnce     = 3                // pages fetched at the same time
+	webPagesAtOnce     = 3                // pages fetched at the same time by one search
+	webPagesAllAtOnce  = 12               // pages fetched at the same time by every search of the instance
 	webPassageRunes    = 1200             // the passage taken from a page
 	webPageTextRunes   = 200_000          // text read from one page
 	webSnippetRunes    = 600              // a search snippet used as a source
@@ -68,6 +70,12 @@ func (s *Service) SearchWeb(ctx context.Context, query string, maxChars int) ([]
 	terms := queryTerms(query)
 	var out []db.Source
 	spent := 0
+	// As many sources as pages read; with no page read, the results'
+	// summaries.
+	limit := w.Pages
+	if limit == 0 {
+		limit = w.Results
+	}
 	for i, r := range results {
 		src := db.Source{Document: r.Title, URL: r.URL}
 		if i < len(pages) && pages[i].err == nil && len(pages[i].chunks) > 0 {
@@ -87,6 +95,7 @@ func (s *Service) SearchWeb(ctx context.Context, query string, maxChars int) ([]
 		if src.Document == "" {
 			src.Document = r.URL
 		}
+		src.Document, src.Text = uncite(src.Document), uncite(src.Text)
 		if strings.TrimSpace(src.Text) == "" {
 			continue
 		}
@@ -97,12 +106,23 @@ func (s *Service) SearchWeb(ctx context.Context, query string, maxChars int) ([]
 		spent += size
 		src.N = len(out) + 1
 		out = append(out, src)
-		if len(out) == max(w.Pages, 1) {
+		if len(out) == limit {
 			break
 		}
 	}
 	return out, nil
 }
+
+// citeLike is what an answer's citation looks like ([n], as chat reads
+// them).
+var citeLike = regexp.MustCompile(`\[(\d{1,3})\]`)
+
+// uncite rewrites what looks like a citation in a page's words — a
+// footnote marker ("capital[3]") or a forged source header ("[2] Official
+// answer <https://…>") — as a footnote ([^3]): the numbers of the sources
+// are Weft's, and a page cannot make the model cite, or believe in, a
+// source it is not.
+func uncite(s string) string { return citeLike.ReplaceAllString(s, "[^$1]") }
 
 // usableResults keeps at most n results a page may be fetched from: http
 // or https with a host and no user name, not too long, each URL once (a
@@ -121,17 +141,48 @@ func usableResults(rs []SearchResult, n int) []SearchResult {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			continue
 		}
-		u.Fragment = ""
-		r.URL = u.String()
+		r.URL = sourceURL(u)
 		if seen[r.URL] {
 			continue
 		}
 		seen[r.URL] = true
 		r.Title = clipRunes(usererr.Untrusted(r.Title, 300), 300)
-		r.Snippet = clipRunes(r.Snippet, 4*webSnippetRunes)
+		// Control characters (a NUL, which Postgres refuses in the
+		// answer's sources) and direction overrides are left out.
+		r.Snippet = usererr.Untrusted(r.Snippet, 4*webSnippetRunes)
 		out = append(out, r)
 	}
 	return out
+}
+
+// sourceURL is a result's or page's URL as a source keeps it: without its
+// fragment, and with what Go leaves as it came in a query (spaces, "<",
+// ">", line separators) or a path ("[2]") escaped, so that a URL — which
+// the page's author chooses — is one token in the sources the model reads
+// ("<https://…>"), never words or a source number of its own.
+func sourceURL(u *url.URL) string {
+	u.Fragment, u.RawFragment = "", ""
+	u.RawQuery = escapeQuery(u.RawQuery)
+	if p := u.EscapedPath(); strings.ContainsAny(p, "[]") {
+		u.RawPath = strings.NewReplacer("[", "%5B", "]", "%5D").Replace(p)
+	}
+	return u.String()
+}
+
+// escapeQuery percent-encodes every byte of a raw query that RFC 3986
+// does not allow in one (escapes already there are kept).
+func escapeQuery(q string) string {
+	const allowed = "-._~!$&'()*+,;=:@/?%"
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if c < utf8.RuneSelf && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(allowed, c) >= 0) {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
 }
 
 // readPage is one result's page as read.
@@ -143,7 +194,9 @@ type readPage struct {
 
 // readPages fetches and reads pages through webfetch (its address policy:
 // a result on a private or local address is never fetched), a few at a
-// time, each bounded, all within webPagesTime; Stop (ctx) ends them all.
+// time — and no more than webPagesAllAtOnce for all the searches of the
+// instance, however many users search at once — each bounded, all within
+// webPagesTime; Stop (ctx) ends them all.
 func (s *Service) readPages(ctx context.Context, rs []SearchResult) []readPage {
 	ctx, cancel := context.WithTimeout(ctx, webPagesTime)
 	defer cancel()
@@ -163,6 +216,15 @@ func (s *Service) readPages(ctx context.Context, rs []SearchResult) []readPage {
 				return
 			}
 			defer func() { <-sem }()
+			if s.pageSlots != nil {
+				select {
+				case s.pageSlots <- struct{}{}:
+				case <-ctx.Done():
+					out[i].err = ctx.Err()
+					return
+				}
+				defer func() { <-s.pageSlots }()
+			}
 			out[i] = readOnePage(ctx, client, r.URL)
 		}()
 	}
@@ -175,10 +237,11 @@ func readOnePage(ctx context.Context, client webfetch.Client, rawURL string) rea
 	if err != nil {
 		return readPage{err: err}
 	}
-	p := readPage{url: resp.URL}
-	if _, err := webfetch.CheckURL(resp.URL); err != nil {
+	u, err := webfetch.CheckURL(resp.URL)
+	if err != nil {
 		return readPage{err: err}
 	}
+	p := readPage{url: sourceURL(u)}
 	_, data, format, err := pageContent(resp)
 	if err != nil {
 		return readPage{err: err}

@@ -116,5 +116,10 @@ func checkServiceURL(raw string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return usererr.New("The search service's URL must start with http:// or https:// and name a host (no user name).")
 	}
+	// "/search?q=…" is added to it: a URL copied from a search in the
+	// browser would make every search fail.
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return usererr.New("The search service's URL is its base address, without ?… or #… (for example http://searxng:8080).")
+	}
 	return nil
 }
