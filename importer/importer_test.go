@@ -458,3 +458,20 @@ func TestThousandsOfPartsLeftOutLeaveABoundedMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestItemsSplitsAListWithoutDecodingIt(t *testing.T) {
+	for raw, want := range map[string][]string{
+		` [ "a\"],b" , {"x":[1,{"y":"]"}]},3,[ ] ] `: {`"a\"],b"`, `{"x":[1,{"y":"]"}]}`, `3`, `[ ]`},
+		`[]`:        nil,
+		`[ ]`:       nil,
+		`"parts"`:   nil,
+		`null`:      nil,
+		`{"a":[1]}`: nil,
+	} {
+		var got []string
+		items([]byte(raw), func(item []byte) { got = append(got, string(item)) })
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: %q, want %q", raw, got, want)
+		}
+	}
+}
