@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"mime/multipart"
 	"net/http"
 	"os"
@@ -509,6 +510,47 @@ func TestChatGPTsZipExportImportsAndHostileZipsAreRefused(t *testing.T) {
 		}
 	}
 	if imps, err := app.Store.Imports(context.Background(), u.ID, 10); err != nil || len(imps) != 1 {
+		t.Errorf("imports stored: %d %v", len(imps), err)
+	}
+}
+
+// rawZip is a .zip of one stored conversations.json whose header says the
+// given checksum and size, whatever the data.
+func rawZip(t *testing.T, data []byte, crc uint32, size uint64) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "conversations.json", Method: zip.Store, CRC32: crc,
+		CompressedSize64: uint64(len(data)), UncompressedSize64: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(data)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// An archive whose conversations.json is not what its header says — a
+// wrong checksum, a size that lies — is refused like any broken .zip (it
+// was a 500), and nothing is stored.
+func TestAZipWhoseEntryIsNotWhatItSaysIsRefused(t *testing.T) {
+	t.Parallel()
+	app, c, u, _ := importUser(t, testenv.Options{})
+	data := fixture(t, "chatgpt_conversations.json")
+	sum := crc32.ChecksumIEEE(data)
+	for name, z := range map[string][]byte{
+		"checksum.zip": rawZip(t, data, sum+1, uint64(len(data))),
+		"longer.zip":   rawZip(t, data, sum, uint64(len(data))+10),
+		"shorter.zip":  rawZip(t, data, sum, uint64(len(data))-10),
+	} {
+		r := importFile(t, c, 0, name, z)
+		if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "cannot be read") {
+			t.Errorf("%s: %d, want 422 saying it cannot be read:\n%.3000s", name, r.StatusCode, r.Body)
+		}
+	}
+	if imps, err := app.Store.Imports(context.Background(), u.ID, 10); err != nil || len(imps) != 0 {
 		t.Errorf("imports stored: %d %v", len(imps), err)
 	}
 }

@@ -125,6 +125,10 @@ func (h *importPages) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	imp, err := h.imports.Start(r.Context(), u.ID, ws.ID, format, hdr.Filename, content)
+	if isRefusal(err) { // a .zip found broken past its first MiB
+		h.form(w, r, http.StatusUnprocessableEntity, "Not imported: "+usererr.Capitalize(err.Error())+".")
+		return
+	}
 	if msg, ok := usererr.Message(err); ok {
 		h.form(w, r, http.StatusUnprocessableEntity, "Not imported: "+msg)
 		return
@@ -151,7 +155,10 @@ func (h *importPages) detect(file multipart.File, size int64) (io.ReadCloser, st
 		if err != nil {
 			return nil, "", err
 		}
-		n, _ = io.ReadFull(zc, prefix)
+		if n, err = io.ReadFull(zc, prefix); errors.Is(err, importer.ErrBadZip) {
+			zc.Close()
+			return nil, "", err
+		}
 		content = struct {
 			io.Reader
 			io.Closer

@@ -50,11 +50,11 @@ type gptMessage struct {
 // content type (some are objects in kinds Weft does not read): only
 // strings are taken.
 type gptContent struct {
-	ContentType string            `json:"content_type"`
-	Parts       []json.RawMessage `json:"parts"`
-	Text        looseString       `json:"text"`
-	Language    looseString       `json:"language"`
-	Title       looseString       `json:"title"`
+	ContentType string          `json:"content_type"`
+	Parts       json.RawMessage `json:"parts"` // read item by item (gptParts)
+	Text        looseString     `json:"text"`
+	Language    looseString     `json:"language"`
+	Title       looseString     `json:"title"`
 }
 
 // looseString is a string when the JSON value is one, else empty.
@@ -73,6 +73,9 @@ func (l *looseString) UnmarshalJSON(b []byte) error {
 func ParseChatGPT(raw []byte, lim Limits) (Conversation, error) {
 	lim = lim.WithDefaults()
 	var g gptConversation
+	if err := checkWidth(raw, lim); err != nil {
+		return Conversation{}, err
+	}
 	if err := json.Unmarshal(raw, &g); err != nil {
 		return Conversation{}, skip(shapeError("a ChatGPT", err))
 	}
@@ -90,11 +93,18 @@ func ParseChatGPT(raw []byte, lim Limits) (Conversation, error) {
 	if g.UpdateTime != nil {
 		c.Thread.UpdatedAt = epoch(*g.UpdateTime)
 	}
-	// Children lists give the order of siblings (ChatGPT's 1/2, 2/2).
+	// Children lists give the order of siblings (ChatGPT's 1/2, 2/2); only
+	// the ids of nodes are kept (the lists may name millions of others).
 	order := make(map[string]int, len(g.Mapping))
+	for key, n := range g.Mapping {
+		if n.ID != "" {
+			key = n.ID
+		}
+		order[key] = -1
+	}
 	for _, n := range g.Mapping {
 		for i, ch := range n.Children {
-			if _, seen := order[ch]; !seen {
+			if o, known := order[ch]; known && o < 0 {
 				order[ch] = i
 			}
 		}
@@ -105,10 +115,7 @@ func ParseChatGPT(raw []byte, lim Limits) (Conversation, error) {
 		if id == "" {
 			id = key
 		}
-		nd := node{id: id, order: -1}
-		if o, ok := order[id]; ok {
-			nd.order = o
-		}
+		nd := node{id: id, order: order[id]}
 		if n.Parent != nil {
 			nd.parent = *n.Parent
 		}
@@ -149,7 +156,7 @@ func gptMessageOut(m *gptMessage, defModel string, lim Limits, c *Conversation) 
 		if toTool {
 			return false, db.ImportedMessage{} // a call to a tool (browsing, image generation…)
 		}
-		body = gptParts(m.Content.Parts, c)
+		body = gptParts(m.Content.Parts, lim, c)
 	case "code":
 		// Code the assistant ran (the code interpreter): kept as a code
 		// block, as ChatGPT shows it.
@@ -198,30 +205,22 @@ func gptMessageOut(m *gptMessage, defModel string, lim Limits, c *Conversation) 
 
 // gptParts joins a message's text parts; every other part (an image, a
 // file, audio) is left out with a note where it was.
-func gptParts(parts []json.RawMessage, c *Conversation) string {
-	var b strings.Builder
-	for _, p := range parts {
+func gptParts(parts json.RawMessage, lim Limits, c *Conversation) string {
+	b := newBody(lim)
+	items(parts, func(p []byte) {
 		var s string
-		if json.Unmarshal(p, &s) == nil {
-			if s != "" {
-				if b.Len() > 0 {
-					b.WriteString("\n\n")
-				}
-				b.WriteString(s)
+		if p[0] == '"' && json.Unmarshal(p, &s) == nil {
+			b.text(s)
+			return
+		}
+		b.leftOut(c, func() string {
+			var obj struct {
+				ContentType string `json:"content_type"`
 			}
-			continue
-		}
-		var obj struct {
-			ContentType string `json:"content_type"`
-			Text        string `json:"text"`
-		}
-		_ = json.Unmarshal(p, &obj)
-		c.PartsSkipped++
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
-		}
-		b.WriteString("[" + partName(obj.ContentType) + " not imported]")
-	}
+			_ = json.Unmarshal(p, &obj)
+			return partName(obj.ContentType)
+		})
+	})
 	return b.String()
 }
 

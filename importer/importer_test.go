@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -402,5 +403,75 @@ func TestUnknownContentKindsDoNotSkipTheConversation(t *testing.T) {
 	lines, active := shape(c.Thread)
 	if strings.Join(lines, "|") != "- > user: hi|hi > assistant: hello" || active != "hello" || c.PartsSkipped != 1 {
 		t.Errorf("%q active %q, %d parts", lines, active, c.PartsSkipped)
+	}
+}
+
+// A conversation that is mostly one enormous list — a mapping of empty
+// nodes, a "parts" list of numbers — is skipped from its bytes before it is
+// decoded: json.Unmarshal would build every item first (gigabytes and tens
+// of seconds from one 32 MB conversation).
+func TestAConversationWithAnEnormousListIsSkippedBeforeItIsDecoded(t *testing.T) {
+	var nodes, parts strings.Builder
+	nodes.WriteString(`{"title":"wide","mapping":{`)
+	parts.WriteString(`{"title":"wide","mapping":{"a":{"id":"a","message":{"author":{"role":"user"},"content":{"parts":[`)
+	for i := range 150_000 {
+		fmt.Fprintf(&nodes, `"%d":{},`, i)
+		parts.WriteString("1,")
+	}
+	nodes.WriteString(`"z":{}}}`)
+	parts.WriteString(`"hi"]}}}}}`)
+	for name, raw := range map[string]string{"a mapping of 150,000 empty nodes": nodes.String(), "a list of 150,000 parts": parts.String()} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := ParseChatGPT([]byte(raw), Limits{})
+		runtime.ReadMemStats(&after)
+		if se := (*SkipError)(nil); !errors.As(err, &se) || !strings.Contains(se.Reason, "a list of more than 100000 items") {
+			t.Errorf("%s: %v", name, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 4<<20 {
+			t.Errorf("%s: %d MB allocated to refuse it", name, n>>20)
+		}
+	}
+}
+
+// Pictures and files left out leave a note each, but a message of
+// thousands of them does not grow into one many times its size (nor take
+// time quadratic in their number, as adding notes one string at a time
+// did).
+func TestThousandsOfPartsLeftOutLeaveABoundedMessage(t *testing.T) {
+	list := "[" + strings.Repeat(`{"type":"image"},`, 20_000) + `{"type":"image"}]`
+	owui := `{"title":"files","chat":{"history":{"messages":{"a":{"id":"a","role":"user","content":"hi","files":` + list + `}}}}}`
+	gpt := `{"title":"parts","mapping":{"a":{"id":"a","message":{"author":{"role":"user"},"content":{"parts":` +
+		strings.ReplaceAll(list, `"type"`, `"content_type"`) + `}}}}}`
+	for name, parse := range map[string]func() (Conversation, error){
+		"Open WebUI files": func() (Conversation, error) { return ParseOpenWebUI([]byte(owui), Limits{}) },
+		"ChatGPT parts":    func() (Conversation, error) { return ParseChatGPT([]byte(gpt), Limits{}) },
+	} {
+		c, err := parse()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		m := c.Thread.Messages[0].Content
+		if c.PartsSkipped != 20_001 || len(m) > 8<<10 || !strings.HasPrefix(strings.TrimPrefix(m, "hi\n\n"), "[image not imported]") ||
+			!strings.HasSuffix(m, "[19901 more parts not imported]") {
+			t.Errorf("%s: %d parts skipped, a message of %d bytes: %.80q … %q", name, c.PartsSkipped, len(m), m, m[max(0, len(m)-40):])
+		}
+	}
+}
+
+func TestItemsSplitsAListWithoutDecodingIt(t *testing.T) {
+	for raw, want := range map[string][]string{
+		` [ "a\"],b" , {"x":[1,{"y":"]"}]},3,[ ] ] `: {`"a\"],b"`, `{"x":[1,{"y":"]"}]}`, `3`, `[ ]`},
+		`[]`:        nil,
+		`[ ]`:       nil,
+		`"parts"`:   nil,
+		`null`:      nil,
+		`{"a":[1]}`: nil,
+	} {
+		var got []string
+		items([]byte(raw), func(item []byte) { got = append(got, string(item)) })
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: %q, want %q", raw, got, want)
+		}
 	}
 }

@@ -34,16 +34,16 @@ type owuiChat struct {
 }
 
 type owuiMessage struct {
-	ID          string            `json:"id"`
-	ParentID    *string           `json:"parentId"`
-	ChildrenIDs []string          `json:"childrenIds"`
-	Role        string            `json:"role"`
-	Content     json.RawMessage   `json:"content"`
-	Model       string            `json:"model"`
-	Timestamp   *float64          `json:"timestamp"`
-	Files       []json.RawMessage `json:"files"`
-	Error       json.RawMessage   `json:"error"`
-	Done        *bool             `json:"done"`
+	ID          string          `json:"id"`
+	ParentID    *string         `json:"parentId"`
+	ChildrenIDs []string        `json:"childrenIds"`
+	Role        string          `json:"role"`
+	Content     json.RawMessage `json:"content"`
+	Model       string          `json:"model"`
+	Timestamp   *float64        `json:"timestamp"`
+	Files       json.RawMessage `json:"files"` // read item by item
+	Error       json.RawMessage `json:"error"`
+	Done        *bool           `json:"done"`
 }
 
 // ParseOpenWebUI maps one chat of Open WebUI's export onto Weft's tree; a
@@ -51,6 +51,9 @@ type owuiMessage struct {
 func ParseOpenWebUI(raw []byte, lim Limits) (Conversation, error) {
 	lim = lim.WithDefaults()
 	var e owuiExport
+	if err := checkWidth(raw, lim); err != nil {
+		return Conversation{}, err
+	}
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return Conversation{}, skip(shapeError("an Open WebUI", err))
 	}
@@ -102,10 +105,16 @@ func ParseOpenWebUI(raw []byte, lim Limits) (Conversation, error) {
 	if len(e.Chat.Models) > 0 {
 		defModel = e.Chat.Models[0]
 	}
-	order := make(map[string]int, len(msgs))
+	order := make(map[string]int, len(msgs)) // of the messages' ids only
+	for key, m := range msgs {
+		if m.ID != "" {
+			key = m.ID
+		}
+		order[key] = -1
+	}
 	for _, m := range msgs {
 		for i, ch := range m.ChildrenIDs {
-			if _, seen := order[ch]; !seen {
+			if o, known := order[ch]; known && o < 0 {
 				order[ch] = i
 			}
 		}
@@ -116,10 +125,7 @@ func ParseOpenWebUI(raw []byte, lim Limits) (Conversation, error) {
 		if id == "" {
 			id = key
 		}
-		nd := node{id: id, order: -1}
-		if o, ok := order[id]; ok {
-			nd.order = o
-		}
+		nd := node{id: id, order: order[id]}
 		if m.ParentID != nil {
 			nd.parent = *m.ParentID
 		}
@@ -140,15 +146,18 @@ func owuiMessageOut(m owuiMessage, defModel string, lim Limits, c *Conversation)
 	if m.Role != "user" && m.Role != "assistant" {
 		return false, db.ImportedMessage{}
 	}
-	body := owuiContent(m.Content, c)
-	for _, f := range m.Files {
-		var file struct {
-			Type string `json:"type"`
-		}
-		_ = json.Unmarshal(f, &file)
-		c.PartsSkipped++
-		body += "\n\n[" + partName(file.Type) + " not imported]"
-	}
+	b := newBody(lim)
+	owuiContent(m.Content, b, c)
+	items(m.Files, func(f []byte) {
+		b.leftOut(c, func() string {
+			var file struct {
+				Type string `json:"type"`
+			}
+			_ = json.Unmarshal(f, &file)
+			return partName(file.Type)
+		})
+	})
+	body := b.String()
 	status, errText := db.MsgComplete, ""
 	if len(m.Error) > 0 && string(m.Error) != "null" && string(m.Error) != "false" {
 		var ev struct {
@@ -174,33 +183,28 @@ func owuiMessageOut(m owuiMessage, defModel string, lim Limits, c *Conversation)
 		Metadata: metadata(model, FormatOpenWebUI)}
 }
 
-// owuiContent reads a message's content: a string, or a list of parts in
-// the OpenAI style ({type: "text", text} or an image).
-func owuiContent(raw json.RawMessage, c *Conversation) string {
+// owuiContent reads a message's content into b: a string, or a list of
+// parts in the OpenAI style ({type: "text", text} or an image).
+func owuiContent(raw json.RawMessage, b *body, c *Conversation) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s
+		b.text(s)
+		return
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
+	items(raw, func(item []byte) {
+		var p struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(item, &p) != nil {
+			return
 		}
 		if p.Type == "text" {
-			b.WriteString(p.Text)
-			continue
+			b.text(p.Text)
+			return
 		}
-		c.PartsSkipped++
-		b.WriteString("[" + partName(p.Type) + " not imported]")
-	}
-	return b.String()
+		b.leftOut(c, func() string { return partName(p.Type) })
+	})
 }
 
 func cmpOr(a, b string) string {

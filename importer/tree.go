@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -167,6 +168,153 @@ func finish(c Conversation, nodes []node, current string, lim Limits) (Conversat
 		c.Notes = append(c.Notes, plural(c.PartsSkipped, "attachment or other part", "attachments or other parts")+" left out")
 	}
 	return c, nil
+}
+
+// maxItems bounds the items of any one JSON list or object of a
+// conversation. It is checked on the raw bytes before they are decoded:
+// json.Unmarshal would otherwise build millions of values (a mapping of
+// three million empty nodes, a "parts" list of `1,1,1,…`) from one 32 MB
+// conversation — gigabytes and tens of seconds — before any count of ours
+// could refuse them.
+const maxItems = 100_000
+
+// checkWidth refuses a conversation with a list or object of more than
+// max(maxItems, MaxMessages) items, in one pass over its bytes.
+func checkWidth(raw []byte, lim Limits) error {
+	limit := max(maxItems, lim.MaxMessages)
+	var stack []int // items so far of each open list or object
+	in := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if in {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				in = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r', ':':
+			continue
+		case ',':
+			if n := len(stack); n > 0 {
+				if stack[n-1]++; stack[n-1] > limit {
+					return skip(fmt.Sprintf("it has a list of more than %d items", limit))
+				}
+			}
+			continue
+		case ']', '}':
+			if n := len(stack); n > 0 {
+				stack = stack[:n-1]
+			}
+			continue
+		}
+		if n := len(stack); n > 0 && stack[n-1] == 0 {
+			stack[n-1] = 1
+		}
+		switch c {
+		case '"':
+			in = true
+		case '[', '{':
+			stack = append(stack, 0)
+		}
+	}
+	return nil
+}
+
+// items calls fn with each item of a JSON list (raw as json.Unmarshal
+// checked it), without decoding them; anything but a list has none.
+func items(raw []byte, fn func(item []byte)) {
+	i := 0
+	for i < len(raw) && isSpace(raw[i]) {
+		i++
+	}
+	if i == len(raw) || raw[i] != '[' {
+		return
+	}
+	depth, in, start := 0, false, i+1
+	for i++; i < len(raw); i++ {
+		c := raw[i]
+		if in {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				in = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			in = true
+		case '[', '{':
+			depth++
+		case ']', '}', ',':
+			if depth > 0 && c != ',' {
+				depth--
+				continue
+			}
+			if depth > 0 {
+				continue
+			}
+			if item := bytes.TrimSpace(raw[start:i]); len(item) > 0 {
+				fn(item)
+			}
+			if c != ',' {
+				return
+			}
+			start = i + 1
+		}
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// maxNotes is how many "[image not imported]" notes one message gets; the
+// parts past them are counted only, so that a list of empty parts does
+// not grow into a message many times its size.
+const maxNotes = 100
+
+// body builds a message's text from its parts: at most limit bytes (past
+// them the text is cut anyway) and maxNotes notes of parts left out.
+type body struct {
+	b           strings.Builder
+	limit       int
+	notes, more int
+}
+
+func newBody(lim Limits) *body { return &body{limit: 4*lim.MaxMessageRunes + 4} }
+
+// text adds a part of text.
+func (b *body) text(s string) {
+	if s == "" || b.b.Len() > b.limit {
+		return
+	}
+	if b.b.Len() > 0 {
+		b.b.WriteString("\n\n")
+	}
+	b.b.WriteString(s[:min(len(s), b.limit+1)])
+}
+
+// leftOut notes a part not imported where it was (a picture, a file…).
+func (b *body) leftOut(c *Conversation, kind func() string) {
+	c.PartsSkipped++
+	if b.notes == maxNotes {
+		b.more++
+		return
+	}
+	b.notes++
+	b.text("[" + kind() + " not imported]")
+}
+
+func (b *body) String() string {
+	if b.more > 0 {
+		b.text(fmt.Sprintf("[%d more parts not imported]", b.more))
+		b.more = 0
+	}
+	return b.b.String()
 }
 
 // checkCount refuses a conversation with more nodes than the limit.

@@ -58,7 +58,20 @@ func OpenZip(r io.ReaderAt, size int64) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, ErrBadZip
 	}
-	return rc, nil
+	return zipEntry{rc}, nil
+}
+
+// zipEntry is conversations.json as it is decompressed: data that is not
+// what the archive says (corrupt, a wrong checksum, a size that lies) is
+// ErrBadZip, a refusal, not a failure of the server.
+type zipEntry struct{ io.ReadCloser }
+
+func (z zipEntry) Read(p []byte) (int, error) {
+	n, err := z.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = ErrBadZip
+	}
+	return n, err
 }
 
 // zipEntries reads the entry count of the archive's end record (it is in
