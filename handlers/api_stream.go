@@ -24,6 +24,7 @@ func (a *apiEndpoints) streamCompletion(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return
 	}
+	es.writeTimeout = a.writeTimeout
 	// Heartbeat comments (which OpenAI's clients skip) keep proxies from
 	// closing the stream while the model loads or knowledge bases are
 	// searched; mu orders them with the chunks.

@@ -1,0 +1,46 @@
+package handlers_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"syscall"
+	"testing"
+	"time"
+
+	"weft/handlers"
+	"weft/internal/testenv"
+)
+
+func TestAStreamToAClientThatStopsReadingCancelsTheModelRequest(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	app := testenv.Start(t, store, testenv.Options{HTTP: handlers.Config{APIWriteTimeout: 300 * time.Millisecond}})
+	a := newAPIUser(t, app, "stalled@example.com")
+
+	// A client that keeps its connection open and never reads: its small
+	// receive window fills, and the server's writes block.
+	u, err := url.Parse(app.TS.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"model":"tiny","stream":true,"messages":[{"role":"user","content":"[[tokens:200000]]"}]}`
+	if _, err := fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		u.Host, a.token, len(body), body); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := app.Fake.WaitCancelled(ctx, 1); err != nil {
+		t.Fatalf("the model kept generating for a client that stopped reading: %v", err)
+	}
+}
