@@ -45,7 +45,7 @@ type apiStore interface {
 }
 
 type apiRuntime interface {
-	APISlot(ctx context.Context, user int64) (release func(), err error)
+	APISlot(ctx context.Context, user int64) (_ context.Context, release func(), err error)
 	Complete(ctx context.Context, c chat.Completion, delta func(api.ChatResponse) error) (chat.Completed, error)
 	Embed(ctx context.Context, model string, texts []string) (*api.EmbedResponse, error)
 	DescribeFailure(err error, model string) string

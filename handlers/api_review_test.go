@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3"
 
 	"weft/handlers"
 	"weft/internal/testenv"
@@ -42,5 +46,37 @@ func TestAStreamToAClientThatStopsReadingCancelsTheModelRequest(t *testing.T) {
 	defer cancel()
 	if err := app.Fake.WaitCancelled(ctx, 1); err != nil {
 		t.Fatalf("the model kept generating for a client that stopped reading: %v", err)
+	}
+}
+
+func TestDisablingAnAccountStopsItsRunningAPIAnswers(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	app := testenv.Start(t, store, testenv.Options{})
+	admin := newAPIUser(t, app, "admin@example.com")
+	a := newAPIUser(t, app, "stopped@example.com")
+	client := openAIClient(app, a.token)
+
+	stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "tiny",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("[[tokens:1]] [[hang]]")}})
+	defer stream.Close()
+	if !stream.Next() {
+		t.Fatalf("the answer did not start: %v", stream.Err())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := app.Fake.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if r := admin.web.Post(fmt.Sprintf("/admin/users/%d/disable", a.user.ID), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("disable = %d", r.StatusCode)
+	}
+	if err := app.Fake.WaitCancelled(ctx, 1); err != nil {
+		t.Fatalf("the disabled account's answer kept running: %v", err)
+	}
+	for stream.Next() {
+	}
+	if err := stream.Err(); err == nil || !strings.Contains(err.Error(), "stopped") {
+		t.Errorf("the stream ended with %v, want the answer stopped", err)
 	}
 }
