@@ -13,6 +13,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"weft/chat"
 	"weft/handlers"
 	"weft/internal/testenv"
 )
@@ -78,5 +79,51 @@ func TestDisablingAnAccountStopsItsRunningAPIAnswers(t *testing.T) {
 	}
 	if err := stream.Err(); err == nil || !strings.Contains(err.Error(), "stopped") {
 		t.Errorf("the stream ended with %v, want the answer stopped", err)
+	}
+}
+
+func TestAWholeAnswersCallerLeavingCancelsTheModelRequest(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	app := testenv.Start(t, store, testenv.Options{})
+	a := newAPIUser(t, app, "gone-whole@example.com")
+	client := openAIClient(app, a.token)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "tiny",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("[[tokens:2]] [[hang]]")}})
+		done <- err
+	}()
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	if err := app.Fake.WaitChunks(wctx, 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	if err := app.Fake.WaitCancelled(wctx, 1); err != nil {
+		t.Fatalf("the model request was not cancelled: %v", err)
+	}
+}
+
+func TestEmbeddingsTakeARunSlotOfTheAccount(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	app := testenv.Start(t, store, testenv.Options{Chat: chat.Config{PerUserRuns: 1}})
+	a := newAPIUser(t, app, "embed-cap@example.com")
+	client := openAIClient(app, a.token)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "tiny",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("[[tokens:1]] [[hang]]")}})
+	defer stream.Close()
+	if !stream.Next() {
+		t.Fatalf("the answer did not start: %v", stream.Err())
+	}
+	r := rawAPI(t, app, "POST", "/v1/embeddings", a.token, `{"model":"embedder","input":"x"}`)
+	if r.StatusCode != http.StatusTooManyRequests || !strings.Contains(r.Body, "too_many_runs") || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("embeddings while the account's runs are all taken = %d %s, want 429", r.StatusCode, r.Body)
 	}
 }
