@@ -127,3 +127,27 @@ func TestEmbeddingsTakeARunSlotOfTheAccount(t *testing.T) {
 		t.Fatalf("embeddings while the account's runs are all taken = %d %s, want 429", r.StatusCode, r.Body)
 	}
 }
+
+func TestATokenWithTheKBScopeButNotChatIsRefusedAtCreation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	app := testenv.Start(t, store, testenv.Options{})
+	a := newAPIUser(t, app, "kbonly@example.com")
+	// kb only adds knowledge bases to answers, which need chat: a token
+	// of kb alone could do nothing at all.
+	r := a.web.Post("/settings/tokens", url.Values{"name": {"kb only"}, "scope": {"kb"}, "expires": {"7d"}})
+	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "chat") {
+		t.Errorf("a kb-only token = %d, want 422 saying it needs chat", r.StatusCode)
+	}
+	toks, err := store.APITokens(ctx, a.user.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(toks) != 1 {
+		t.Errorf("%d tokens, want only the first one", len(toks))
+	}
+	if r := a.web.Post("/settings/tokens", url.Values{"name": {"kb"}, "scope": {"chat", "kb"}, "expires": {"7d"}}); r.StatusCode != http.StatusOK {
+		t.Errorf("a chat and kb token = %d", r.StatusCode)
+	}
+}
