@@ -121,7 +121,11 @@ func (rt *Runtime) DeleteThread(ctx context.Context, user, thread int64) ([]stri
 // cancelled, running and waiting ones are cancelled here at once and on the
 // instance running them when it hears the stop note (or at its next
 // flush); a pending approval or question settles as cancelled with its run.
+// The account's API answers on this instance end too (they have no runs
+// row, so other instances do not hear of them: a token of a disabled
+// account is refused from its next request, on every instance).
 func (rt *Runtime) StopUserRuns(ctx context.Context, user int64) error {
+	rt.apiRuns.stopUser(user)
 	active, err := rt.store.CancelUserRuns(ctx, user)
 	if err != nil {
 		return fmt.Errorf("stop the account's runs: %w", err)

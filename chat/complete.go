@@ -70,43 +70,68 @@ type userContext interface {
 	UserContextSources(ctx context.Context, user int64) (db.ContextSources, error)
 }
 
-// apiRuns counts the API answers running on this instance per user.
+// apiRuns are the API answers running on this instance, per user: they
+// count against the run cap, and StopUserRuns cancels them.
 type apiRuns struct {
 	mu sync.Mutex
-	n  map[int64]int
+	n  map[int64]map[*apiAnswer]bool
 }
+
+// apiAnswer is one running API answer.
+type apiAnswer struct{ cancel context.CancelCauseFunc }
+
+// ErrAnswerStopped ends an API answer whose account was disabled or
+// deleted while it ran.
+var ErrAnswerStopped = usererr.New("this answer was stopped: its account was disabled or deleted")
 
 // APISlot takes one of the user's run slots for an API answer, before it
 // begins (a refusal is then a plain 429, not an error inside a stream):
 // browser runs (running or waiting, on any instance, from the database)
 // and this instance's API answers count together against PerUserRuns.
-// The caller calls release when the answer is over.
-func (rt *Runtime) APISlot(ctx context.Context, user int64) (release func(), err error) {
+// The answer runs in the returned context, which StopUserRuns cancels
+// with ErrAnswerStopped as its cause; the caller calls release when the
+// answer is over.
+func (rt *Runtime) APISlot(ctx context.Context, user int64) (_ context.Context, release func(), err error) {
 	running := 0
 	if rc, ok := rt.store.(runCounter); ok {
 		n, err := rc.ActiveRunCount(ctx, user)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		running = n
 	}
 	s := &rt.apiRuns
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if running+s.n[user] >= rt.cfg.PerUserRuns {
-		return nil, ErrRunCap
+	if running+len(s.n[user]) >= rt.cfg.PerUserRuns {
+		return nil, nil, ErrRunCap
 	}
 	if s.n == nil {
-		s.n = map[int64]int{}
+		s.n = map[int64]map[*apiAnswer]bool{}
 	}
-	s.n[user]++
-	return func() {
+	if s.n[user] == nil {
+		s.n[user] = map[*apiAnswer]bool{}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	a := &apiAnswer{cancel: cancel}
+	s.n[user][a] = true
+	return ctx, func() {
+		cancel(nil)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.n[user]--; s.n[user] <= 0 {
+		if delete(s.n[user], a); len(s.n[user]) == 0 {
 			delete(s.n, user)
 		}
 	}, nil
+}
+
+// stopUser cancels the user's API answers running on this instance.
+func (s *apiRuns) stopUser(user int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for a := range s.n[user] {
+		a.cancel(ErrAnswerStopped)
+	}
 }
 
 // Complete answers c; the caller holds an APISlot. delta is called for each piece of the answer as it

@@ -45,7 +45,7 @@ type apiStore interface {
 }
 
 type apiRuntime interface {
-	APISlot(ctx context.Context, user int64) (release func(), err error)
+	APISlot(ctx context.Context, user int64) (_ context.Context, release func(), err error)
 	Complete(ctx context.Context, c chat.Completion, delta func(api.ChatResponse) error) (chat.Completed, error)
 	Embed(ctx context.Context, model string, texts []string) (*api.EmbedResponse, error)
 	DescribeFailure(err error, model string) string
@@ -58,18 +58,21 @@ type apiModels interface {
 
 // apiEndpoints serves /v1.
 type apiEndpoints struct {
-	store     apiStore
-	rt        apiRuntime
-	models    apiModels
-	now       func() time.Time
-	rate      int // requests per minute per token; negative: no limit
-	publicURL *url.URL
-	requests  *prometheus.CounterVec // by route and status
-	tokens    *prometheus.CounterVec // prompt and completion tokens
+	store  apiStore
+	rt     apiRuntime
+	models apiModels
+	now    func() time.Time
+	rate   int // requests per minute per token; negative: no limit
+	// writeTimeout bounds each write of a streamed answer: the model waits
+	// on the caller, so a caller that stops reading must not hold it.
+	writeTimeout time.Duration
+	publicURL    *url.URL
+	requests     *prometheus.CounterVec // by route and status
+	tokens       *prometheus.CounterVec // prompt and completion tokens
 }
 
 func newAPIEndpoints(cfg Config, store apiStore, rt *chat.Runtime, reg prometheus.Registerer) *apiEndpoints {
-	a := &apiEndpoints{store: store, rt: rt, models: rt.Models(), now: cfg.Now, rate: cfg.APIRate, publicURL: cfg.PublicURL,
+	a := &apiEndpoints{store: store, rt: rt, models: rt.Models(), now: cfg.Now, rate: cfg.APIRate, writeTimeout: cfg.APIWriteTimeout, publicURL: cfg.PublicURL,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "weft_api_requests_total", Help: "Requests of the OpenAI-compatible API by route and status code.",
 		}, []string{"route", "code"}),

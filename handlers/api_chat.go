@@ -63,20 +63,20 @@ func (a *apiEndpoints) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if c.KBs, msg = a.knowledgeBases(w, r, use, ext.KnowledgeBases); msg == "stop" {
 		return
 	}
-	release, err := a.rt.APISlot(r.Context(), use.User.ID)
+	ctx, release, err := a.rt.APISlot(r.Context(), use.User.ID)
 	if err != nil {
 		a.completionError(w, r, err, req.Model)
 		return
 	}
 	defer release()
-	x := exchange{id: "chatcmpl-" + strings.ToLower(rand.Text()), created: a.now().Unix(), req: &req, c: c, ws: ws, store: ext.Store}
+	x := exchange{ctx: ctx, id: "chatcmpl-" + strings.ToLower(rand.Text()), created: a.now().Unix(), req: &req, c: c, ws: ws, store: ext.Store}
 	if req.Stream {
 		a.streamCompletion(w, r, x)
 		return
 	}
-	done, err := a.rt.Complete(r.Context(), c, nil)
+	done, err := a.rt.Complete(ctx, c, nil)
 	if err != nil {
-		a.completionError(w, r, err, req.Model)
+		a.completionError(w, r, stopCause(ctx, err), req.Model)
 		return
 	}
 	resp := a.finish(r, x, done)
@@ -116,6 +116,7 @@ func (a *apiEndpoints) knowledgeBases(w http.ResponseWriter, r *http.Request, us
 
 // exchange is one request being answered.
 type exchange struct {
+	ctx     context.Context // the answer's: the request's, ended also by StopUserRuns
 	id      string
 	created int64
 	req     *chatRequest
@@ -143,6 +144,8 @@ func (a *apiEndpoints) completionError(w http.ResponseWriter, r *http.Request, e
 func (a *apiEndpoints) failure(r *http.Request, err error, model string) (status int, typ, code, msg string) {
 	var me *chat.ModelError
 	switch {
+	case errors.Is(err, chat.ErrAnswerStopped):
+		return http.StatusUnauthorized, "invalid_request_error", "answer_stopped", usererr.Capitalize(err.Error()) + "."
 	case errors.Is(err, chat.ErrRunCap):
 		return http.StatusTooManyRequests, "requests", "too_many_runs", usererr.Capitalize(err.Error()) + "."
 	case errors.As(err, &me), errors.Is(err, chat.ErrModelStream):
@@ -153,6 +156,15 @@ func (a *apiEndpoints) failure(r *http.Request, err error, model string) (status
 	}
 	apiServerError(nopWriter{}, r, err)
 	return http.StatusInternalServerError, "server_error", "", "The server failed to answer; its log has the details."
+}
+
+// stopCause is the answer's error: ctx's cause when the runtime stopped
+// it (the account was disabled), else err.
+func stopCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
 }
 
 // nopWriter lets failure log through apiServerError without writing.

@@ -83,9 +83,22 @@ func (a *apiEndpoints) embeddings(w http.ResponseWriter, r *http.Request) {
 	if !a.checkModel(w, r, req.Model, "embedding") {
 		return
 	}
-	resp, err := a.rt.Embed(r.Context(), req.Model, texts)
+	// Embedding is model work like an answer: it takes one of the
+	// account's run slots, so parallel requests cannot queue up work on
+	// the model servers beyond WEFT_MAX_RUNS_PER_USER.
+	ctx, release, err := a.rt.APISlot(r.Context(), tokenUse(r).User.ID)
+	if err != nil {
+		a.completionError(w, r, err, req.Model)
+		return
+	}
+	defer release()
+	resp, err := a.rt.Embed(ctx, req.Model, texts)
 	if err != nil {
 		if r.Context().Err() != nil {
+			return
+		}
+		if ctx.Err() != nil {
+			a.completionError(w, r, stopCause(ctx, err), req.Model)
 			return
 		}
 		apiError(w, http.StatusBadGateway, "server_error", "model_error", a.rt.DescribeFailure(err, req.Model))

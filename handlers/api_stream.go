@@ -24,6 +24,7 @@ func (a *apiEndpoints) streamCompletion(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return
 	}
+	es.writeTimeout = a.writeTimeout
 	// Heartbeat comments (which OpenAI's clients skip) keep proxies from
 	// closing the stream while the model loads or knowledge bases are
 	// searched; mu orders them with the chunks.
@@ -68,7 +69,7 @@ func (a *apiEndpoints) streamCompletion(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	calls := 0
-	done, err := a.rt.Complete(r.Context(), x.c, func(resp api.ChatResponse) error {
+	done, err := a.rt.Complete(x.ctx, x.c, func(resp api.ChatResponse) error {
 		d := map[string]any{}
 		if resp.Message.Content != "" {
 			d["content"] = resp.Message.Content
@@ -91,7 +92,7 @@ func (a *apiEndpoints) streamCompletion(w http.ResponseWriter, r *http.Request, 
 		if r.Context().Err() != nil {
 			return // gone: the model request was cancelled with it
 		}
-		_, typ, code, msg := a.failure(r, err, x.req.Model)
+		_, typ, code, msg := a.failure(r, stopCause(x.ctx, err), x.req.Model)
 		f := apiFailure{Message: msg, Type: typ}
 		if code != "" {
 			f.Code = &code

@@ -101,6 +101,10 @@ func (h *tokenPages) parseCreate(r *http.Request) (db.NewAPIToken, string) {
 	if len(scopes) == 0 {
 		return db.NewAPIToken{}, "Choose at least one scope."
 	}
+	if slices.Contains(scopes, db.ScopeKB) && !slices.Contains(scopes, db.ScopeChat) {
+		// kb only widens answers, which need chat: alone it allows nothing.
+		return db.NewAPIToken{}, "The kb scope adds knowledge bases to answers, which need the chat scope: choose chat too."
+	}
 	exp := r.PostForm.Get("expires")
 	if exp == "" {
 		exp = "30d"

@@ -50,6 +50,10 @@ type Config struct {
 	// APIRate is WEFT_API_RATE: requests per minute one API token may make,
 	// counted in Postgres (default 60; negative: no limit).
 	APIRate int
+	// APIWriteTimeout bounds each write of an API answer: a caller that
+	// stops reading for that long is gone, and its model request is
+	// cancelled (default 30 s).
+	APIWriteTimeout time.Duration
 	// Imports imports other apps' exports in the background
 	// (importer.Service; nil: /import takes Weft's own exports only).
 	Imports Importer
@@ -76,6 +80,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.APIRate == 0 {
 		cfg.APIRate = 60
+	}
+	if cfg.APIWriteTimeout == 0 {
+		cfg.APIWriteTimeout = 30 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/a-h/templ"
 )
@@ -18,6 +19,10 @@ type eventStream struct {
 	rc  *http.ResponseController
 	buf bytes.Buffer // reused for rendering payloads
 	out bytes.Buffer // reused for framing
+	// writeTimeout, when set, bounds each write: a reader that takes no
+	// bytes for that long fails the write (the API's answers, whose model
+	// waits on the reader, set it).
+	writeTimeout time.Duration
 }
 
 // startEventStream sends the stream's headers. Streams have no write
@@ -52,10 +57,7 @@ func (s *eventStream) send(event, data string) error {
 		data = rest
 	}
 	s.out.WriteByte('\n')
-	if _, err := s.w.Write(s.out.Bytes()); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	return s.write(s.out.Bytes())
 }
 
 // sendComponent renders c and sends it as one event.
@@ -69,7 +71,17 @@ func (s *eventStream) sendComponent(ctx context.Context, event string, c templ.C
 
 // comment keeps the connection alive through proxies; browsers ignore it.
 func (s *eventStream) comment() error {
-	if _, err := s.w.Write([]byte(": keep-alive\n\n")); err != nil {
+	return s.write([]byte(": keep-alive\n\n"))
+}
+
+// write writes and flushes b, within writeTimeout when one is set.
+func (s *eventStream) write(b []byte) error {
+	if s.writeTimeout > 0 {
+		if err := s.rc.SetWriteDeadline(time.Now().Add(s.writeTimeout)); err != nil {
+			return err
+		}
+	}
+	if _, err := s.w.Write(b); err != nil {
 		return err
 	}
 	return s.rc.Flush()
@@ -93,8 +105,5 @@ func (s *eventStream) sendData(data string) error {
 		data = rest
 	}
 	s.out.WriteByte('\n')
-	if _, err := s.w.Write(s.out.Bytes()); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	return s.write(s.out.Bytes())
 }
