@@ -85,11 +85,38 @@ func (c *OllamaClient) Chat(ctx context.Context, req *api.ChatRequest, fn api.Ch
 	if envconfig.UseAuth() || c.base.Hostname() == "ollama.com" {
 		return c.Client.Chat(ctx, req, fn)
 	}
+	var l chatLine // one for all lines: it escapes to the heap
+	return c.stream(ctx, "/api/chat", req, func(line []byte) error {
+		// One decode for the error probe and the response; a line it
+		// refuses takes the official client's two steps, for the same
+		// error. Zeroed first, so nothing of the last line is reused.
+		l = chatLine{}
+		if !fastChatLine(line, &l) {
+			l = chatLine{}
+			if json.Unmarshal(line, &l) != nil {
+				return officialLine(line, fn)
+			}
+		}
+		if l.Error != "" {
+			return errors.New(l.Error)
+		}
+		return fn(l.ChatResponse)
+	})
+}
+
+// stream posts req as JSON to path and calls each with every line of the
+// NDJSON answer, read through a pooled line buffer (not the official
+// client's 8 MB one). The end of the stream, a cut stream and a cancelled
+// ctx return nil, as the official client does (callers tell a complete
+// answer by its last line); a line longer than the limit is
+// ErrResponseLineTooLong; an error status is the official client's error,
+// from its first line.
+func (c *OllamaClient) stream(ctx context.Context, path string, req any, each func(line []byte) error) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	request, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath("/api/chat").String(), bytes.NewReader(body))
+	request, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath(path).String(), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -109,7 +136,6 @@ func (c *OllamaClient) Chat(ctx context.Context, req *api.ChatRequest, fn api.Ch
 		readers.Put(br)
 	}()
 	lines := lineReader{r: br, max: c.maxLine}
-	var l chatLine // one for all lines: it escapes to the heap
 	for {
 		line, err := lines.next()
 		if err == io.EOF {
@@ -121,20 +147,7 @@ func (c *OllamaClient) Chat(ctx context.Context, req *api.ChatRequest, fn api.Ch
 		if response.StatusCode >= http.StatusBadRequest {
 			return statusError(response, line)
 		}
-		// One decode for the error probe and the response; a line it
-		// refuses takes the official client's two steps, for the same
-		// error. Zeroed first, so nothing of the last line is reused.
-		l = chatLine{}
-		if !fastChatLine(line, &l) {
-			l = chatLine{}
-			if json.Unmarshal(line, &l) != nil {
-				return officialLine(line, fn)
-			}
-		}
-		if l.Error != "" {
-			return errors.New(l.Error)
-		}
-		if err := fn(l.ChatResponse); err != nil {
+		if err := each(line); err != nil {
 			return err
 		}
 	}
@@ -257,40 +270,7 @@ func (c *OllamaClient) Pull(ctx context.Context, req *api.PullRequest, fn api.Pu
 	if envconfig.UseAuth() || c.base.Hostname() == "ollama.com" {
 		return c.Client.Pull(ctx, req, fn)
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
-	request, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath("/api/pull").String(), bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	request.Header.Set("Content-Type", "application/json")
-	request.Header.Set("Accept", "application/x-ndjson")
-	request.Header.Set("User-Agent", userAgent)
-	response, err := c.http.Do(request)
-	if err != nil {
-		return err
-	}
-	defer response.Body.Close()
-	br := readers.Get().(*bufio.Reader)
-	br.Reset(response.Body)
-	defer func() {
-		br.Reset(nil)
-		readers.Put(br)
-	}()
-	lines := lineReader{r: br, max: c.maxLine}
-	for {
-		line, err := lines.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if response.StatusCode >= http.StatusBadRequest {
-			return statusError(response, line)
-		}
+	return c.stream(ctx, "/api/pull", req, func(line []byte) error {
 		var e errorProbe
 		if err := json.Unmarshal(line, &e); err != nil {
 			return errors.New(string(line))
@@ -302,10 +282,8 @@ func (c *OllamaClient) Pull(ctx context.Context, req *api.PullRequest, fn api.Pu
 		if err := json.Unmarshal(line, &p); err != nil {
 			return err
 		}
-		if err := fn(p); err != nil {
-			return err
-		}
-	}
+		return fn(p)
+	})
 }
 
 // Unload asks the server to take a model out of memory now (an empty

@@ -57,26 +57,11 @@ func (h *runs) events(w http.ResponseWriter, r *http.Request) {
 		storeError(w, r, err)
 		return
 	}
-	ctx, release, ok := h.streams.open(r.Context(), u.ID, h.sessions.Token(r.Context()))
+	ctx, es, done, ok := openUserStream(w, r, u.ID, h.streams, h.sessions, h.closing)
 	if !ok {
-		w.Header().Set("Retry-After", "30")
-		errorPage(w, r, http.StatusTooManyRequests, msgTooManyStreams)
 		return
 	}
-	defer release()
-	es, err := startEventStream(w)
-	if err != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-h.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	defer done()
 	// The status the page already shows is not sent again: swapping the run
 	// bar for nothing could swallow a click on its Stop button.
 	_ = h.rt.Follow(ctx, u.ID, id, r.URL.Query().Get("shown"), func(ev chat.FollowEvent) error {

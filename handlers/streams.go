@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -130,4 +131,32 @@ func (s *streamRegistry) sweep(live func(ctx context.Context, tokens []string) (
 			}
 		}
 	}
+}
+
+// openUserStream opens a signed-in user's event stream: counted against
+// their open streams (past the cap a 429, answered here), framed by
+// eventStream, and its context ended at shutdown as well as when the
+// browser leaves. done releases it; ok is false when nothing was opened.
+func openUserStream(w http.ResponseWriter, r *http.Request, user int64, reg *streamRegistry,
+	sessions interface{ Token(context.Context) string }, closing <-chan struct{}) (ctx context.Context, es *eventStream, done func(), ok bool) {
+	ctx, release, ok := reg.open(r.Context(), user, sessions.Token(r.Context()))
+	if !ok {
+		w.Header().Set("Retry-After", "30")
+		errorPage(w, r, http.StatusTooManyRequests, msgTooManyStreams)
+		return nil, nil, nil, false
+	}
+	es, err := startEventStream(w)
+	if err != nil {
+		release()
+		return nil, nil, nil, false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, es, func() { cancel(); release() }, true
 }
