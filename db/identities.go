@@ -95,53 +95,14 @@ type NewIdentityUser struct {
 // this transaction uses up — unless IgnoreSignupMode (ErrSignupClosed
 // otherwise). ErrConflict when the email or the identity is taken.
 func (d *DB) CreateUserWithIdentity(ctx context.Context, n NewIdentityUser) (User, Workspace, error) {
-	var u User
-	var ws Workspace
-	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE"); err != nil {
-			return err
-		}
-		var count int
-		if err := tx.QueryRow(ctx, "SELECT count(*) FROM users").Scan(&count); err != nil {
-			return err
-		}
-		role := "member"
-		var invite int64
-		if count == 0 {
-			role = "admin"
-			if err := consumeSetupToken(ctx, tx, n.SetupToken); err != nil {
-				return err
-			}
-		} else if !n.IgnoreSignupMode {
-			mode, err := getSetting(ctx, tx, "signup_mode", SignupOpen)
-			if err != nil {
-				return err
-			}
-			if invite, err = signupAllowed(ctx, tx, mode, n.Invite, n.Email); err != nil {
-				return err
-			}
-		}
-		rows, err := tx.Query(ctx, `INSERT INTO users (email, display_name, password_hash, role, has_password)
-			VALUES ($1, $2, $3, $4, false) RETURNING `+userCols, n.Email, n.DisplayName, n.PasswordHash, role)
-		if err != nil {
-			return err
-		}
-		if u, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User]); err != nil {
-			return mapErr(err)
-		}
+	a := NewAccount{Email: n.Email, DisplayName: n.DisplayName, PasswordHash: n.PasswordHash, SetupToken: n.SetupToken, Invite: n.Invite}
+	return d.newAccount(ctx, a, false, n.IgnoreSignupMode, func(tx pgx.Tx, u User) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO user_identities (user_id, issuer, subject, email) VALUES ($1, $2, $3, $4)`,
 			u.ID, n.Issuer, n.Subject, n.Email); err != nil {
 			return identityErr(err)
 		}
-		if invite != 0 {
-			if _, err := tx.Exec(ctx, "UPDATE invites SET used_at = now(), used_by = $2 WHERE id = $1", invite, u.ID); err != nil {
-				return err
-			}
-		}
-		ws, err = insertWorkspace(ctx, tx, u.ID, "Personal", true)
-		return err
+		return nil
 	})
-	return u, ws, mapErr(err)
 }
 
 func identityErr(err error) error {

@@ -70,6 +70,16 @@ type NewAccount struct {
 // are members, while sign-up is open, or invite-only with a usable invite
 // (checkInvite's errors), which this transaction uses up.
 func (d *DB) CreateAccount(ctx context.Context, a NewAccount) (User, Workspace, error) {
+	return d.newAccount(ctx, a, true, false, nil)
+}
+
+// newAccount is the one transaction that makes an account (CreateAccount,
+// CreateUserWithIdentity): the users table locked, the role and the
+// sign-up rules decided (ignoreMode admits a later account whatever the
+// sign-up mode), the row inserted, then withAccount (nil: nothing) in the
+// same transaction, the invite used up and the default workspace made.
+func (d *DB) newAccount(ctx context.Context, a NewAccount, hasPassword, ignoreMode bool,
+	withAccount func(tx pgx.Tx, u User) error) (User, Workspace, error) {
 	var u User
 	var ws Workspace
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -87,7 +97,7 @@ func (d *DB) CreateAccount(ctx context.Context, a NewAccount) (User, Workspace, 
 			if err := consumeSetupToken(ctx, tx, a.SetupToken); err != nil {
 				return err
 			}
-		} else {
+		} else if !ignoreMode {
 			mode, err := getSetting(ctx, tx, "signup_mode", SignupOpen)
 			if err != nil {
 				return err
@@ -96,13 +106,18 @@ func (d *DB) CreateAccount(ctx context.Context, a NewAccount) (User, Workspace, 
 				return err
 			}
 		}
-		rows, err := tx.Query(ctx, `INSERT INTO users (email, display_name, password_hash, role)
-			VALUES ($1, $2, $3, $4) RETURNING `+userCols, a.Email, a.DisplayName, a.PasswordHash, role)
+		rows, err := tx.Query(ctx, `INSERT INTO users (email, display_name, password_hash, role, has_password)
+			VALUES ($1, $2, $3, $4, $5) RETURNING `+userCols, a.Email, a.DisplayName, a.PasswordHash, role, hasPassword)
 		if err != nil {
 			return err
 		}
 		if u, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User]); err != nil {
 			return mapErr(err)
+		}
+		if withAccount != nil {
+			if err := withAccount(tx, u); err != nil {
+				return err
+			}
 		}
 		if invite != 0 {
 			if _, err := tx.Exec(ctx, "UPDATE invites SET used_at = now(), used_by = $2 WHERE id = $1", invite, u.ID); err != nil {

@@ -38,12 +38,14 @@ func startEventStream(w http.ResponseWriter) (*eventStream, error) {
 	return s, s.rc.Flush()
 }
 
-// send writes one event.
+// send writes one event; an empty name writes an unnamed one.
 func (s *eventStream) send(event, data string) error {
 	s.out.Reset()
-	s.out.WriteString("event: ")
-	s.out.WriteString(event)
-	s.out.WriteByte('\n')
+	if event != "" {
+		s.out.WriteString("event: ")
+		s.out.WriteString(event)
+		s.out.WriteByte('\n')
+	}
 	data = strings.ReplaceAll(data, "\r\n", "\n")
 	data = strings.ReplaceAll(data, "\r", "\n")
 	for {
@@ -91,19 +93,5 @@ func (s *eventStream) write(b []byte) error {
 // prefixed as in send. OpenAI's streams (the API's chat completions) are
 // such events, JSON on one line each, then "data: [DONE]".
 func (s *eventStream) sendData(data string) error {
-	s.out.Reset()
-	data = strings.ReplaceAll(data, "\r\n", "\n")
-	data = strings.ReplaceAll(data, "\r", "\n")
-	for {
-		line, rest, more := strings.Cut(data, "\n")
-		s.out.WriteString("data: ")
-		s.out.WriteString(line)
-		s.out.WriteByte('\n')
-		if !more {
-			break
-		}
-		data = rest
-	}
-	s.out.WriteByte('\n')
-	return s.write(s.out.Bytes())
+	return s.send("", data)
 }
