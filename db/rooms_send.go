@@ -67,6 +67,11 @@ func (d *DB) PostToRoom(ctx context.Context, user int64, p RoomPost) (RoomPosted
 			Content: noNUL(p.Content), Status: MsgComplete, Author: &user, Speaker: speaker}); err != nil {
 			return err
 		}
+		// The message is the line's end until its answers follow it.
+		if _, err := tx.Exec(ctx, `UPDATE threads SET active_leaf_id = $2, last_activity_at = now(), updated_at = now()
+			WHERE id = $1`, t.ID, out.User.ID); err != nil {
+			return err
+		}
 		parent := out.User.ID
 		for _, agent := range p.Agents {
 			m, r, err := insertRoomAnswer(ctx, tx, t, p.Room, agent, parent, out.User.ID, &user, 0, p.DefaultModel, p.Route)
