@@ -168,6 +168,8 @@ type endpoints struct {
 	models     *modelPages
 	api        *apiEndpoints // the OpenAI-compatible API (issue 19)
 	tokens     *tokenPages   // API tokens on /settings (issue 19)
+	roomLive   *roomStreams  // a room's one event stream (issue 20)
+	roomRuns   *roomRuns     // Stop, approvals and questions of a room's answers
 }
 
 // newEndpoints builds every handler once. The shell (the page frame) and
@@ -214,6 +216,9 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		account: acc,
 		models: &modelPages{store: store, models: models, manager: rt.Pulls(), shell: shell, streams: sh.streams,
 			sessions: sh.sessions, closing: sh.closing},
+		roomLive: &roomStreams{store: store, rt: rt, models: models, closing: sh.closing, streams: sh.streams,
+			sessions: sh.sessions},
+		roomRuns: &roomRuns{store: store, rt: rt},
 	}
 }
 
@@ -318,6 +323,7 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(capBody(e.cfg.MaxBodyBytes), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
 		r.Get("/runs/{id}/events", e.runs.events)
+		r.Get("/rooms/{id}/events", e.roomLive.events)
 		r.With(requireAdmin).Get("/admin/models/pulls/{id}/events", e.models.events)
 	})
 	return r
@@ -348,6 +354,7 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Post("/m/{id}/delete", ms.delete)
 	r.Post("/clears/{id}/undo", th.undoClear)
 	r.Post("/runs/{id}/cancel", e.runs.cancel)
+	r.Post("/rooms/{id}/runs/{run}/stop", e.roomRuns.stop)
 	e.treeRoutes(r) // labels and branch summaries
 
 	r.Post("/t/{id}/shares", e.shares.create)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/a-h/templ"
 
+	"weft/chat"
 	"weft/db"
 )
 
@@ -83,5 +84,30 @@ func roomStreamURL(room, after int64, live []int64) string {
 	return u
 }
 
-// speakerOf is who wrote a room message, as it was named then.
-func speakerOf(m db.Message) string { return "" }
+// speakerOf is who wrote a room message, as it was named then, and
+// whether a member or an agent.
+func speakerOf(m db.Message) string {
+	name, _ := chat.SpeakerOf(m)
+	return name
+}
+
+func speakerKindOf(m db.Message) string {
+	_, kind := chat.SpeakerOf(m)
+	return kind
+}
+
+// turnStatusLabel says where a room's answer is, naming who it waits for.
+func turnStatusLabel(t db.RoomTurn) string {
+	switch t.Status {
+	case db.RunQueued:
+		return "queued"
+	case db.RunRunning:
+		return "answering"
+	case db.RunWaiting:
+		if t.Asker != "" {
+			return "waiting for " + t.Asker
+		}
+		return "waiting"
+	}
+	return t.Status
+}
