@@ -120,13 +120,17 @@ func (x *run) availability(ctx context.Context) ([]Availability, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool policies: %w", err)
 	}
-	grants, err := x.a.store.ThreadGrants(ctx, x.r.OwnerID, x.r.ThreadID)
-	if err != nil {
-		return nil, fmt.Errorf("thread grants: %w", err)
+	room := x.h.Room()
+	var grants map[string]bool
+	if room == nil {
+		if grants, err = x.a.store.ThreadGrants(ctx, x.r.OwnerID, x.r.ThreadID); err != nil {
+			return nil, fmt.Errorf("thread grants: %w", err)
+		}
 	}
 	has, known := x.h.SupportsTools(ctx, x.r.Model)
 	avail := x.a.ExplainAll(rules, grants, x.r.Model, has, known)
 	x.narrow(avail)
+	narrowRoom(avail, room)
 	return avail, nil
 }
 
