@@ -127,3 +127,13 @@ func (d *DB) listenOnce(ctx context.Context, connected func(), note func(Note), 
 		}
 	}
 }
+
+// NoteThread is the note of a room's thread (issue 20): its messages or
+// its room's members, agents or settings changed; its watchers re-read.
+const NoteThread = 'm'
+
+// NoteThreadChanged tells every instance, when tx commits, that a room
+// thread's messages or membership changed.
+func NoteThreadChanged(ctx context.Context, tx pgx.Tx, thread int64) error {
+	return notifyRuns(ctx, tx, NoteThread, []int64{thread})
+}
