@@ -47,7 +47,8 @@ type roomStore interface {
 
 // roomRuntime is the conversation runtime as the room pages use it.
 type roomRuntime interface {
-	ThreadView(ctx context.Context, user, thread, at int64) (chat.ThreadView, error)
+	RoomView(ctx context.Context, user int64, room db.Room, before int64) (chat.RoomView, error)
+	RoomSend(ctx context.Context, user int64, room db.Room, content string) (chat.RoomSent, error)
 	DeleteThread(ctx context.Context, user, thread int64) ([]string, error)
 	Cancel(ctx context.Context, user, run int64) (db.Run, error)
 }
@@ -184,14 +185,19 @@ func (h *roomPages) renderRoom(w http.ResponseWriter, r *http.Request, status in
 		storeError(w, r, err)
 		return
 	}
-	if p.Agents, err = h.store.RoomAgents(ctx, u.ID, room.ID); err != nil {
+	v, err := h.rt.RoomView(ctx, u.ID, room, 0)
+	if err != nil {
 		storeError(w, r, err)
 		return
 	}
-	if p.Messages, p.More, err = h.line(ctx, room); err != nil {
-		serverError(w, r, err)
-		return
+	p.Room, p.Agents, p.More, p.Queue = v.Room, v.Agents, v.More, v.Queue
+	room = v.Room
+	p.Messages = make([]views.MessageView, len(v.Messages))
+	for i, it := range v.Messages {
+		p.Messages[i] = views.MessageView{MessageItem: it}
 	}
+	// The answers' stored renderings are the thread's, read as its owner.
+	fillBodies(ctx, h.store, room.OwnerID, p.Messages)
 	if room.IsOwner() {
 		if err := h.ownerChoices(ctx, u.ID, room, &p); err != nil {
 			serverError(w, r, err)
@@ -216,20 +222,6 @@ func (h *roomPages) renderRoom(w http.ResponseWriter, r *http.Request, status in
 	}
 	sh.ActiveRoom = room.ID
 	render(w, r, status, views.Page(room.Name, views.App(sh, views.Room(p))))
-}
-
-// line reads the room's messages as the page shows them.
-func (h *roomPages) line(ctx context.Context, room db.Room) ([]views.RoomMessageView, bool, error) {
-	v, err := h.rt.ThreadView(ctx, room.OwnerID, room.ThreadID, 0)
-	if err != nil {
-		return nil, false, err
-	}
-	mv := messageViews(ctx, h.store, room.OwnerID, v.Messages, nil)
-	out := make([]views.RoomMessageView, len(mv))
-	for i, m := range mv {
-		out[i] = views.RoomMessageView{MessageView: m}
-	}
-	return out, v.More, nil
 }
 
 // ownerChoices fills what the owner's forms offer: the chat models, their

@@ -383,6 +383,7 @@ func (e *endpoints) roomRoutes(r chi.Router) {
 	r.Get("/rooms", rm.list)
 	r.Post("/rooms", rm.create)
 	r.Get("/rooms/{id}", rm.show)
+	r.Post("/rooms/{id}/messages", rm.send)
 	r.Post("/rooms/{id}/members", rm.invite)
 	r.Post("/rooms/{id}/members/{user}/remove", rm.remove)
 	r.Post("/rooms/{id}/leave", rm.leave)
