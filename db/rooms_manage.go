@@ -389,3 +389,19 @@ func (d *DB) InRoomThread(ctx context.Context, user int64, kind string, id int64
 		id, user).Scan(&in)
 	return in, err
 }
+
+// AgentParams reads the agent's generation parameters as a role's.
+func (a RoomAgent) AgentParams() RoleParams {
+	var p RoleParams
+	if b, err := json.Marshal(a.Params); err == nil {
+		_ = json.Unmarshal(b, &p) // stored by AddRoomAgent from a RoleParams
+	}
+	return p
+}
+
+// NoteRoomChanged sends a room thread's change note on its own, right after
+// a commit that could not send it (a room deleted with its thread): the
+// room's open streams re-read it and end.
+func (d *DB) NoteRoomChanged(ctx context.Context, thread int64) error {
+	return NoteThreadChanged(ctx, d.q(), thread)
+}

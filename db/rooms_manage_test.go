@@ -361,7 +361,7 @@ func TestEveryRoomChangeTellsTheRoomsWatchers(t *testing.T) {
 	ready := make(chan struct{})
 	var once sync.Once
 	go s.Listen(ctx, func() { once.Do(func() { close(ready) }) }, func(n db.Note) {
-		if n.Kind == 'm' && n.ID == f.room.ThreadID {
+		if n.Kind == db.NoteThread && n.ID == f.room.ThreadID {
 			mu.Lock()
 			notes++
 			mu.Unlock()
