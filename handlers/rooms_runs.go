@@ -3,8 +3,8 @@ package handlers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
+	"strconv"
 
 	"weft/chat"
 	"weft/db"
@@ -17,9 +17,14 @@ import (
 // membership the handler checked.
 type roomRunControls interface {
 	RoomStop(ctx context.Context, user int64, room db.Room, run int64) error
+	RoomDecide(ctx context.Context, user int64, room db.Room, run, step int64, decision string) error
+	RoomAnswer(ctx context.Context, user int64, room db.Room, run, step int64, answers []string) error
 }
 
-// roomRuns serves the controls of a room's answers.
+// roomRuns serves the controls of a room's answers (Stop, approvals,
+// questions): the membership first (anyone else: 404), then the room's
+// rule in the runtime. The room's stream shows the outcome; a refusal is
+// said in the room's notice (an htmx request) or on a 403 page.
 type roomRuns struct {
 	store interface {
 		RoomForMember(ctx context.Context, user, room int64) (db.Room, error)
@@ -56,21 +61,72 @@ func (h *roomRuns) stop(w http.ResponseWriter, r *http.Request) {
 	h.done(w, r, room, h.rt.RoomStop(r.Context(), user, room, run))
 }
 
-// done answers a control: the room's stream shows the outcome; a refusal
-// (not the asker) is said in the room's notice.
+// decide serves POST /rooms/{id}/runs/{run}/steps/{step}/decide (field
+// decision: once or deny): an approval of an answer, by its asker.
+func (h *roomRuns) decide(w http.ResponseWriter, r *http.Request) {
+	user, room, run, step, ok := h.pathStep(w, r)
+	if !ok {
+		return
+	}
+	h.done(w, r, room, h.rt.RoomDecide(r.Context(), user, room, run, step, r.PostForm.Get("decision")))
+}
+
+// answer serves POST /rooms/{id}/runs/{run}/steps/{step}/answer (fields
+// a0…a3, one per question): a question of an answer, by its asker.
+func (h *roomRuns) answer(w http.ResponseWriter, r *http.Request) {
+	user, room, run, step, ok := h.pathStep(w, r)
+	if !ok {
+		return
+	}
+	var answers []string
+	for i := range 4 {
+		if v, ok := r.PostForm["a"+strconv.Itoa(i)]; ok && len(v) > 0 {
+			answers = append(answers, v[0])
+		}
+	}
+	h.done(w, r, room, h.rt.RoomAnswer(r.Context(), user, room, run, step, answers))
+}
+
+// pathStep reads a step control's room (for its member), run and step,
+// and its form.
+func (h *roomRuns) pathStep(w http.ResponseWriter, r *http.Request) (user int64, room db.Room, run, step int64, ok bool) {
+	if user, room, ok = h.pathRoom(w, r); !ok {
+		return
+	}
+	if run, ok = pathID(w, r, "run"); !ok {
+		return
+	}
+	if step, ok = pathID(w, r, "step"); !ok {
+		return
+	}
+	ok = parseForm(w, r)
+	return
+}
+
+// done answers a control: the room's stream shows the outcome.
 func (h *roomRuns) done(w http.ResponseWriter, r *http.Request, room db.Room, err error) {
+	msg, shown := usererr.Message(err)
 	switch {
-	case errors.Is(err, chat.ErrNotAsker):
-		msg, _ := usererr.Message(err)
+	case errors.Is(err, db.ErrDecided):
+		// Settled already (the timeout, Stop, another tab): the stream
+		// shows how.
+	case err != nil && shown:
+		// Not the asker (or owner), or a decision a room does not take.
 		if isHTMX(r) {
 			w.Header().Set("HX-Retarget", "#room-notice")
 			w.Header().Set("HX-Reswap", "innerHTML")
 			render(w, r, http.StatusUnprocessableEntity, views.RoomNotice(msg))
 			return
 		}
-		errorPage(w, r, http.StatusForbidden, msg)
+		code := http.StatusBadRequest
+		if errors.Is(err, chat.ErrNotAsker) {
+			code = http.StatusForbidden
+		}
+		errorPage(w, r, code, msg)
 		return
 	case err != nil:
+		// Not found (another room's run, a settled answer's gone step) or
+		// a failure.
 		storeError(w, r, err)
 		return
 	}
@@ -78,5 +134,5 @@ func (h *roomRuns) done(w http.ResponseWriter, r *http.Request, room db.Room, er
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	redirect(w, r, fmt.Sprintf("/rooms/%d", room.ID))
+	redirect(w, r, roomURL(room.ID))
 }

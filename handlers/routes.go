@@ -357,7 +357,6 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Post("/m/{id}/delete", ms.delete)
 	r.Post("/clears/{id}/undo", th.undoClear)
 	r.Post("/runs/{id}/cancel", e.runs.cancel)
-	r.Post("/rooms/{id}/runs/{run}/stop", e.roomRuns.stop)
 	e.treeRoutes(r) // labels and branch summaries
 
 	r.Post("/t/{id}/shares", e.shares.create)
@@ -400,6 +399,11 @@ func (e *endpoints) roomRoutes(r chi.Router) {
 	r.Post("/rooms/{id}/agents/{agent}/delete", rm.deleteAgent)
 	r.Post("/rooms/{id}/settings", rm.saveSettings)
 	r.Post("/rooms/{id}/delete", rm.delete)
+	// An answer's controls: Stop by its asker or the owner, its approvals
+	// and questions by its asker (rooms_runs.go).
+	r.Post("/rooms/{id}/runs/{run}/stop", e.roomRuns.stop)
+	r.Post("/rooms/{id}/runs/{run}/steps/{step}/decide", e.roomRuns.decide)
+	r.Post("/rooms/{id}/runs/{run}/steps/{step}/answer", e.roomRuns.answer)
 }
 
 // libraryRoutes are the signed-in pages and actions around conversations:

@@ -68,20 +68,22 @@ func stepURL(ctx context.Context, s db.Step, verb string) string {
 	return "/steps/" + id(s.ID) + "/" + verb
 }
 
-// roomStreamURL is where a room's page opens its stream: after the last
-// message it shows, following the answers it shows being written.
-func roomStreamURL(room, after int64, live []int64) string {
-	u := roomURL(room) + "/events?after=" + id(after)
-	if len(live) > 0 {
-		u += "&live="
-		for i, r := range live {
-			if i > 0 {
-				u += ","
-			}
-			u += id(r)
+// RoomResumePoint is where the stream of a room's page starts: after the
+// last message it shows or, when it shows answers being written, just
+// before the oldest of them. Those come again first, in their state of
+// the moment (app.js swaps each in place of the one shown), so an answer
+// that ended between the page and its stream is shown ended.
+func RoomResumePoint(ms []MessageView) int64 {
+	if len(ms) == 0 {
+		return 0
+	}
+	r := ms[len(ms)-1].Message.ID
+	for _, m := range ms {
+		if m.Run != nil && m.Message.Status == db.MsgStreaming {
+			r = min(r, m.Message.ID-1)
 		}
 	}
-	return u
+	return r
 }
 
 // speakerOf is who wrote a room message, as it was named then, and
