@@ -356,3 +356,36 @@ func TestAPageShowingAnAnswerBeingWrittenGetsItAgainAndItsFinalFormWhenItsStream
 		t.Fatal("the answer sent again is not its final form")
 	}
 }
+
+func TestARoomStreamOnOneInstanceShowsWhatHappensOnAnother(t *testing.T) {
+	t.Parallel()
+	store, _, apps := twoInstances(t)
+	f := newRoomFixture(t, store, apps["B"].TS.URL)
+	f.agent("Xavier")
+	// The member watches on B; the owner's message and its answer run on A.
+	v := watchRoom(t, f.memberC, f.eventsPath(0), nil)
+	sent := f.say(apps["A"].RT, f.owner, "@Xavier count [[tokens:60]][[slow:10ms]]")
+	answer := sent.Answers[0].ID
+	final := v.waitFinal(t, answer)
+	id := strconv.FormatInt(answer, 10)
+	v.state(func(v *roomView) bool {
+		if len(v.order) != 2 {
+			t.Errorf("appended %v, want the message and its answer", v.order)
+		}
+		if got, want := v.text[id], answerTokens(1, 60); !strings.HasPrefix(want, got) || got == "" {
+			t.Errorf("the text streamed on B is %q, not the start of the answer", got)
+		}
+		return true
+	})
+	if !strings.Contains(final, "tok60") {
+		t.Fatalf("the final form on B is %.600s", final)
+	}
+
+	// A removal, written by any instance, ends the member's stream on B.
+	if err := store.RemoveRoomMember(context.Background(), f.owner.ID, f.room.ID, f.member.ID); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the member's stream on B to end", 0, func() bool {
+		return v.state(func(v *roomView) bool { return v.ended && v.gone != "" })
+	})
+}

@@ -11,13 +11,13 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import "weft/db"
 
-// RoomLive holds a room's line of messages and its queue, and opens the
+// roomLive holds a room's line of messages and its queue, and opens the
 // room's one event stream (GET /rooms/{id}/events) from after (see
-// RoomResumePoint). Its children must hold the list #room-messages and the queue
+// RoomResumePoint). Its body must hold the list #room-messages and the queue
 // #room-queue; the listeners here swap new messages, the queue and the
 // end of access into them, and every placeholder inside listens for its
 // own answer's events on the same connection. room-gone closes it.
-func RoomLive(room, after int64) templ.Component {
+func roomLive(room, after int64, body templ.Component) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -103,7 +103,7 @@ func RoomLive(room, after int64) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = InRoom(room, templ.GetChildren(ctx)).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = body.Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
