@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -387,5 +388,95 @@ func TestARoomStreamOnOneInstanceShowsWhatHappensOnAnother(t *testing.T) {
 	}
 	testwait.For(t, "the member's stream on B to end", 0, func() bool {
 		return v.state(func(v *roomView) bool { return v.ended && v.gone != "" })
+	})
+}
+
+func TestARoomStreamShowsTheQueueOfAnswersAsItChanges(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	app := testenv.Start(t, store, testenv.Options{})
+	f := newRoomFixture(t, store, app.TS.URL)
+	f.agent("Xavier")
+	f.agent("Yuki")
+	v := watchRoom(t, f.memberC, f.eventsPath(0), nil)
+	sent := f.say(app.RT, f.owner, "@Xavier then @Yuki [[tokens:30]][[slow:20ms]]")
+	testwait.For(t, "both answers in the queue, the first answering", 0, func() bool {
+		return v.state(func(v *roomView) bool {
+			return strings.Count(v.queue, `data-testid="room-turn"`) == 2 &&
+				strings.Contains(v.queue, fmt.Sprintf(`data-run-id="%d" data-message-id="%d" data-status="running" data-agent="Xavier"`, sent.Runs[0].ID, sent.Answers[0].ID)) &&
+				strings.Contains(v.queue, fmt.Sprintf(`data-run-id="%d" data-message-id="%d" data-status="queued" data-agent="Yuki"`, sent.Runs[1].ID, sent.Answers[1].ID))
+		})
+	})
+	v.waitFinal(t, sent.Answers[1].ID)
+	testwait.For(t, "the queue to empty", 0, func() bool {
+		return v.state(func(v *roomView) bool { return !strings.Contains(v.queue, "room-turn") })
+	})
+}
+
+func TestARoomStreamNoticesALostMembershipWithoutANote(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	app := testenv.Start(t, store, testenv.Options{})
+	f := newRoomFixture(t, store, app.TS.URL)
+	v := watchRoom(t, f.memberC, f.eventsPath(0), nil)
+	testwait.For(t, "the stream to start", 0, func() bool {
+		return app.Handler.OpenStreams() == 1
+	})
+	// Written behind the application's back: no note is sent, and the
+	// stream's regular check finds the membership gone.
+	if _, err := store.Pool.Exec(context.Background(), "DELETE FROM room_members WHERE room_id = $1 AND user_id = $2",
+		f.room.ID, f.member.ID); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the stream to end", 0, func() bool {
+		return v.state(func(v *roomView) bool { return v.ended && v.gone != "" })
+	})
+}
+
+func TestOnlyTheAskerOrTheOwnerStopsARoomsAnswerAndOnlyTheAskerDecidesItsApprovals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	app := testenv.Start(t, store, testenv.Options{})
+	f := newRoomFixture(t, store, app.TS.URL)
+	f.agent("Xavier")
+	other := testenv.NewClient(t, app.TS.URL)
+	other.Register("other@example.com", password)
+	if _, err := store.InviteRoomMember(ctx, f.owner.ID, f.room.ID, "other@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	sent := f.say(app.RT, f.member, "@Xavier a long one [[tokens:2000]][[slow:20ms]]")
+	run := sent.Runs[0].ID
+	stop := fmt.Sprintf("/rooms/%d/runs/%d/stop", f.room.ID, run)
+
+	r := other.HTMX(stop, nil)
+	if r.StatusCode != http.StatusUnprocessableEntity || r.Header.Get("HX-Retarget") != "#room-notice" ||
+		!strings.Contains(r.Body, "or the room") {
+		t.Fatalf("another member's Stop = %d %q: %.300s; want the refusal in the room's notice", r.StatusCode, r.Header.Get("HX-Retarget"), r.Body)
+	}
+	if r := other.Post(stop, nil); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("another member's plain Stop = %d, want 403", r.StatusCode)
+	}
+	approval, err := store.AddStep(ctx, run, db.StepApproval, db.StepPending, db.StepData{Tool: "write_file"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := fmt.Sprintf("/rooms/%d/runs/%d/steps/%d/decide", f.room.ID, run, approval.ID)
+	if r := f.ownerC.Post(decide, url.Values{"decision": {"once"}}); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("the owner's decision on the member's approval = %d, want 403 (only the asker decides)", r.StatusCode)
+	}
+	if r := f.memberC.Post(decide, url.Values{"decision": {"always"}}); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("an 'always' in a room = %d, want 400", r.StatusCode)
+	}
+	wrongRun := fmt.Sprintf("/rooms/%d/runs/%d/steps/%d/decide", f.room.ID, run+1000, approval.ID)
+	if r := f.memberC.Post(wrongRun, url.Values{"decision": {"once"}}); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("a step named with another run = %d, want 404", r.StatusCode)
+	}
+	if r := f.memberC.HTMX(stop, nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the asker's Stop = %d: %.300s", r.StatusCode, r.Body)
+	}
+	testwait.For(t, "the answer to be stopped", 0, func() bool {
+		m, err := store.Message(ctx, f.owner.ID, sent.Answers[0].ID)
+		return err == nil && m.Status == db.MsgCancelled
 	})
 }
