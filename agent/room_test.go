@@ -26,9 +26,9 @@ func TestARoomAgentsPolicyNarrowsToolsAndNeverWidensThem(t *testing.T) {
 	narrowRoom(avail, room)
 	narrowRoom(thread, nil)
 	want := map[string]string{ // available/asks, or the reason
-		"read_file":  "asks",         // auto in the workspace, ask for the agent
-		"list_files": "runs",         // no rule of the agent's
-		"write_file": "asks",         // the workspace asks: auto does not widen it
+		"read_file":  "asks", // auto in the workspace, ask for the agent
+		"list_files": "runs", // no rule of the agent's
+		"write_file": "asks", // the workspace asks: auto does not widen it
 		"edit_file":  reasonRoomDenied,
 		"fetch_url":  "Off by default", // off in the workspace stays off
 		ToolAskUser:  "runs",           // a question is itself asking
