@@ -159,23 +159,21 @@ func (rt *Runtime) handOn(ctx context.Context, r db.Run, room *roomContext, answ
 	if room == nil || !room.canMention() {
 		return
 	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	var ids []int64
+	model := ""
 	for _, a := range mentionedAgents(answer, room.Agents) {
-		if a.ID != room.Agent.ID {
-			ids = append(ids, a.ID)
+		if a.ID == room.Agent.ID {
+			continue
+		}
+		ids = append(ids, a.ID)
+		if a.Model == "" && model == "" {
+			model = rt.models.Default(wctx)
 		}
 	}
 	if len(ids) == 0 {
 		return
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	model := ""
-	for _, a := range room.Agents {
-		if a.Model == "" {
-			model = rt.models.Default(wctx)
-			break
-		}
 	}
 	if _, err := rt.store.QueueRoomMentions(wctx, r, ids, model, ChooseRoute); err != nil {
 		slog.Error("queue the agents an answer mentions", "run", r.ID, "err", err)
