@@ -71,11 +71,11 @@ func (d *DB) SidebarThreads(ctx context.Context, user, workspace int64, after *T
 	var rows pgx.Rows
 	if after == nil {
 		rows, err = d.q().Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
-			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived
+			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived AND NOT is_room
 			ORDER BY pinned DESC, last_activity_at DESC, id DESC LIMIT $3`, workspace, user, limit+1)
 	} else {
 		rows, err = d.q().Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
-			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived
+			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived AND NOT is_room
 			  AND (pinned, last_activity_at, id) < ($4, $5, $6)
 			ORDER BY pinned DESC, last_activity_at DESC, id DESC LIMIT $3`,
 			workspace, user, limit+1, after.Pinned, after.Activity, after.ID)
