@@ -58,7 +58,7 @@ type AgentHost struct {
 // ones searched) and the room's agents. nil for a thread's run. A
 // sub-agent's is its parent's.
 func (h *AgentHost) Room() *db.RoomProfile {
-	if h.room == nil {
+	if h == nil || h.room == nil {
 		return nil
 	}
 	return &h.room.RoomProfile

@@ -28,6 +28,11 @@ import (
 //	then:   the turns of the path to the message being answered that
 //	        follow the last context clear (/clear) on it and that the
 //	        summary does not cover.
+//
+// A room's agent (chat/rooms_run.go) has no custom instructions and no
+// memories; its room preamble comes where the instructions would, its own
+// prompt and parameters take the role's place, and its turns are the
+// room's line with every other speaker named.
 
 // MessageOverhead is the estimate of tokens a chat template adds around
 // each message (role markers, separators).

@@ -61,6 +61,7 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 	}
 	if st.Done {
 		rt.answered(ctx, &fin.Usage, a, st.Final)
+		rt.handOn(ctx, r, room, fin.Content)
 	}
 	rt.settle(ctx, lr, r, fin, ending{
 		done: st.Done, err: chatErr, model: model, started: started,
@@ -69,8 +70,7 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 		logged:      func(err error) bool { return !errors.Is(err, ErrNoModel) },
 	})
 
-	if st.Done && room != nil {
-		rt.handOn(ctx, r, room, fin.Content)
+	if room != nil {
 		return // a room's name is its title
 	}
 	// A title comes from the thread's first exchange only: a later answer
@@ -127,16 +127,16 @@ func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run, room
 	}
 	fin := db.Finish{Usage: res.Usage, Meta: db.MessageMeta{Evidence: res.Evidence}}
 	fin.Content, fin.Thinking = lr.text()
+	if res.Done {
+		rt.handOn(ctx, r, room, fin.Content)
+	}
 	rt.settle(ctx, lr, r, fin, ending{
 		done: res.Done, err: res.Err, model: r.Model, started: started,
 		interrupted: "The server stopped while the agent was working. Resume it from its last step.",
 		logAs:       "agent run failed",
 		logged:      func(err error) bool { return !usererr.Is(err) },
 	})
-	switch {
-	case res.Done && room != nil:
-		rt.handOn(ctx, r, room, fin.Content)
-	case res.Done:
+	if res.Done && room == nil {
 		rt.titleAgentThread(ctx, r, fin.Content)
 	}
 }
@@ -224,7 +224,13 @@ func (rt *Runtime) compactHistory(ctx context.Context, lr *liveRun, r db.Run, re
 	if req.Partial != nil {
 		turns = turns[:len(turns)-1]
 	}
-	keep := int(float64(a.Budget)*keepShare) - a.SystemTokens
+	share := keepShare
+	if req.room != nil {
+		// After a room's summary the request fills at most half its
+		// threshold, so that the next messages do not summarize again.
+		share = min(keepShare, ratio/2)
+	}
+	keep := int(float64(a.Budget)*share) - a.SystemTokens
 	covered := splitForCompaction(turns, keep, a.CharsPerToken)
 	if req.room != nil {
 		// The room's recent messages are always kept word for word.

@@ -110,11 +110,9 @@ func speakerTurns(turns []db.Message, self int64) []db.Message {
 		}
 		switch {
 		case m.Role == db.RoleAssistant && m.RoomAgentID != nil && *m.RoomAgentID == self:
-		case m.Role == db.RoleAssistant:
+		case m.Role == db.RoleAssistant, m.Role == db.RoleUser:
+			m.Content = speakerLabel(m) + ": " + m.Content
 			m.Role = db.RoleUser
-			m.Content = speakerLabel(m) + ": " + m.Content
-		case m.Role == db.RoleUser:
-			m.Content = speakerLabel(m) + ": " + m.Content
 		}
 		out = append(out, m)
 	}
@@ -152,30 +150,30 @@ func (rt *Runtime) roomLeaf(ctx context.Context, r db.Run, room *roomContext) (i
 	return *m.ParentID, nil
 }
 
-// handOn queues the turns of the agents a completed room answer mentions
+// handOn queues the turns of the agents a complete room answer mentions
 // (not its own agent), one mention further, while the room's mention depth
 // allows; the thread's queue runs them after the turns already waiting.
+// It is called before the answer's run settles, so that the room's queue
+// never shows empty between the answer and the turns it hands on to.
 func (rt *Runtime) handOn(ctx context.Context, r db.Run, room *roomContext, answer string) {
 	if room == nil || !room.canMention() {
 		return
 	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	var ids []int64
+	model := ""
 	for _, a := range mentionedAgents(answer, room.Agents) {
-		if a.ID != room.Agent.ID {
-			ids = append(ids, a.ID)
+		if a.ID == room.Agent.ID {
+			continue
+		}
+		ids = append(ids, a.ID)
+		if a.Model == "" && model == "" {
+			model = rt.models.Default(wctx)
 		}
 	}
 	if len(ids) == 0 {
 		return
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	model := ""
-	for _, a := range room.Agents {
-		if a.Model == "" {
-			model = rt.models.Default(wctx)
-			break
-		}
 	}
 	if _, err := rt.store.QueueRoomMentions(wctx, r, ids, model, ChooseRoute); err != nil {
 		slog.Error("queue the agents an answer mentions", "run", r.ID, "err", err)
