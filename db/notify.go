@@ -139,4 +139,3 @@ func (d *DB) listenOnce(ctx context.Context, connected func(), note func(Note), 
 		}
 	}
 }
-
