@@ -150,6 +150,21 @@ func TestARoomsThreadIsReachedOnlyThroughTheRoom(t *testing.T) {
 	if _, err := s.store.RoomForMember(ctx, room.OwnerID, id); err != nil {
 		t.Fatalf("the room after the refused thread routes: %v", err)
 	}
+	// An answer's citations open for every member, and for nobody else.
+	if err := s.store.SetSources(ctx, M, []db.Source{{N: 1, Document: "notes.txt", Text: "the passage"}}); err != nil {
+		t.Fatal(err)
+	}
+	postTo(t, s.owner, fmt.Sprintf("/rooms/%d/members", id), url.Values{"email": {"mel@example.com"}}, fmt.Sprintf("/rooms/%d", id))
+	for _, c := range []struct {
+		who    string
+		client *testenv.Client
+		want   int
+	}{{"the owner", s.owner, 200}, {"a member", s.mel, 200}, {"someone else", s.stan, 404}} {
+		r := c.client.Get(fmt.Sprintf("/m/%d/sources/1", M))
+		if r.StatusCode != c.want || (c.want == 200) != strings.Contains(r.Body, "the passage") {
+			t.Errorf("a citation of the room's answer for %s = %d, want %d", c.who, r.StatusCode, c.want)
+		}
+	}
 	page := s.owner.Get(fmt.Sprintf("/rooms/%d", id))
 	if !strings.Contains(page.Body, "look around") || !strings.Contains(page.Body, fmt.Sprintf(`data-message-id="%d"`, M)) {
 		t.Fatalf("the room page does not show its line:\n%s", page.Body)
