@@ -18,6 +18,8 @@ func TestAMessageMentioningTwoAgentsIsAnsweredByEachInTheOrderOfFirstMention(t *
 	e := newRoomEnv(t, chat.Config{})
 	writer := e.agent("Writer", "tiny", "", "", false)
 	critic := e.agent("critic", "tiny", "", "", false)
+	// The fake echoes the message, mentions included: no hand-on here.
+	mustExec(t, e.store, "UPDATE rooms SET mention_depth = 0 WHERE id = $1", e.room.ID)
 
 	sent := e.say(e.member, "@Critic look, then @writer and @critic again")
 	if len(sent.Answers) != 2 || len(sent.Runs) != 2 {

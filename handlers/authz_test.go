@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -307,6 +308,34 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		return fmt.Sprintf("/settings/tokens/%d/revoke", toks[0].ID)
 	}
 
+	// A room of the owner's (issue 20) with an agent, one answer asked by
+	// the owner (finished: the fake answers at once) and a pending
+	// approval and question on it.
+	room, err := store.CreateRoom(ctx, u.ID, ws.ID, "Room")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.AddRoomAgent(ctx, u.ID, room.ID, db.RoomAgentInput{Name: "Helper", Model: "tiny"}); err != nil {
+		t.Fatal(err)
+	}
+	roomSent, err := app.RT.RoomSend(ctx, u.ID, room, "@Helper hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = roomSent
+	roomRun := waitIdle(t, store, u.ID, room.ThreadID)
+	roomApproval, err := store.AddStep(ctx, roomRun.ID, db.StepApproval, db.StepPending, db.StepData{Tool: "write_file"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roomQuestion, err := store.AddStep(ctx, roomRun.ID, db.StepQuestion, db.StepPending,
+		db.StepData{Questions: []db.Question{{Text: "Which?", Options: []string{"a", "b"}, Recommended: -1}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	RM, RR := fmt.Sprint(room.ID), fmt.Sprint(roomRun.ID)
+	RAP, RQS := fmt.Sprint(roomApproval.ID), fmt.Sprint(roomQuestion.ID)
+
 	const (
 		login = "→/login"
 		self  = "any" // a route with no object id: the other user acts on their own data
@@ -333,6 +362,10 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/t/{id}/archive", "/t/" + T + "/archive", url.Values{"archived": {"false"}}, nil, want{303, 404, login}},
 		{"GET", "/t/{id}/title", "/t/" + T + "/title", nil, nil, want{200, 404, login}},
 		{"GET", "/runs/{id}/events", "/runs/" + R + "/events", nil, nil, want{200, 404, login}},
+		{"GET", "/rooms/{id}/events", "/rooms/" + RM + "/events", nil, nil, want{200, 404, login}},
+		{"POST", "/rooms/{id}/runs/{run}/stop", "/rooms/" + RM + "/runs/" + RR + "/stop", nil, nil, want{303, 404, login}},
+		{"POST", "/rooms/{id}/runs/{run}/steps/{step}/decide", "/rooms/" + RM + "/runs/" + RR + "/steps/" + RAP + "/decide", url.Values{"decision": {"once"}}, nil, want{303, 404, login}},
+		{"POST", "/rooms/{id}/runs/{run}/steps/{step}/answer", "/rooms/" + RM + "/runs/" + RR + "/steps/" + RQS + "/answer", url.Values{"a0": {"b"}}, nil, want{303, 404, login}},
 		{"POST", "/runs/{id}/cancel", "/runs/" + R + "/cancel", nil, nil, want{303, 404, login}},
 		{"POST", "/m/{id}/retry", "/m/" + M + "/retry", nil, nil, want{303, 404, login}},
 		{"POST", "/t/{id}/delete", "", nil, freshThread, want{303, 404, login}},
@@ -489,7 +522,12 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 			if rt.pattern == "/logout" && caller.name != "anonymous" {
 				continue // checked on its own below, it would sign the caller out
 			}
-			r := caller.client.Do(rt.method, path, rt.form)
+			var r testenv.Response
+			if rt.pattern == "/rooms/{id}/events" {
+				r = openOnly(t, caller.client, path) // a room's stream never ends by itself
+			} else {
+				r = caller.client.Do(rt.method, path, rt.form)
+			}
 			switch w := caller.want.(type) {
 			case int:
 				if r.StatusCode != w {
@@ -680,4 +718,27 @@ func waitIdle(t *testing.T, store *db.DB, user, thread int64) db.Run {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// openOnly GETs path and answers its status and headers, closing the
+// response once they arrived (a room's event stream lasts as long as the
+// room); an error page's body is read.
+func openOnly(t *testing.T, c *testenv.Client, path string) testenv.Response {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	var body []byte
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		body, _ = io.ReadAll(resp.Body)
+	}
+	return testenv.Response{Response: resp, Body: string(body)}
 }

@@ -21,6 +21,7 @@ import (
 // roomStreamStore is what a room's stream reads besides the runtime.
 type roomStreamStore interface {
 	RoomForMember(ctx context.Context, user, room int64) (db.Room, error)
+	RoomQueue(ctx context.Context, owner, thread int64) ([]db.RoomTurn, error)
 	bodyStore
 }
 
@@ -188,6 +189,18 @@ func (s *roomSession) refresh(ctx context.Context, cancel context.CancelFunc) bo
 		}
 		return ctx.Err() == nil
 	}
+	if !s.append(ctx, cancel, room, items) {
+		return false
+	}
+	if len(items) > 0 {
+		s.nudge() // a long line comes a page at a time
+	}
+	return s.sendQueue(ctx, room)
+}
+
+// append sends new messages of the room's line, following the answers
+// among them being written.
+func (s *roomSession) append(ctx context.Context, cancel context.CancelFunc, room db.Room, items []chat.MessageItem) bool {
 	if len(items) == 0 {
 		return true
 	}
@@ -216,6 +229,26 @@ func (s *roomSession) refresh(ctx context.Context, cancel context.CancelFunc) bo
 		}
 	}
 	return true
+}
+
+// sendQueue sends the room's queue when it differs from the one shown.
+func (s *roomSession) sendQueue(ctx context.Context, room db.Room) bool {
+	turns, err := s.h.store.RoomQueue(ctx, room.OwnerID, room.ThreadID)
+	if err != nil {
+		if ctx.Err() == nil {
+			slog.Warn("room stream: read queue", "room", room.ID, "err", err)
+		}
+		return ctx.Err() == nil
+	}
+	var b strings.Builder
+	if err := views.RoomQueue(turns).Render(ctx, &b); err != nil {
+		return false
+	}
+	s.mu.Lock()
+	same := b.String() == s.queue
+	s.queue = b.String()
+	s.mu.Unlock()
+	return same || s.out.send(views.EventRoomQueue, b.String()) == nil
 }
 
 // resumeLocked is where a reconnection resumes: after the last message

@@ -169,6 +169,8 @@ type endpoints struct {
 	api        *apiEndpoints // the OpenAI-compatible API (issue 19)
 	tokens     *tokenPages   // API tokens on /settings (issue 19)
 	rooms      *roomPages    // rooms (issue 20)
+	roomLive   *roomStreams  // a room's one event stream (issue 20)
+	roomRuns   *roomRuns     // Stop, approvals and questions of a room's answers
 }
 
 // newEndpoints builds every handler once. The shell (the page frame) and
@@ -216,6 +218,9 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		rooms:   &roomPages{store: store, shell: shell, rt: rt, tools: tools, blobs: med},
 		models: &modelPages{store: store, models: models, manager: rt.Pulls(), shell: shell, streams: sh.streams,
 			sessions: sh.sessions, closing: sh.closing},
+		roomLive: &roomStreams{store: store, rt: rt, models: models, closing: sh.closing, streams: sh.streams,
+			sessions: sh.sessions},
+		roomRuns: &roomRuns{store: store, rt: rt},
 	}
 }
 
@@ -321,6 +326,7 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(capBody(e.cfg.MaxBodyBytes), e.sessions.LoadAndSave, e.auth.withUser, requireUser, hideRoomThreads(e.store))
 		r.Get("/runs/{id}/events", e.runs.events)
+		r.Get("/rooms/{id}/events", e.roomLive.events)
 		r.With(requireAdmin).Get("/admin/models/pulls/{id}/events", e.models.events)
 	})
 	return r
@@ -393,6 +399,11 @@ func (e *endpoints) roomRoutes(r chi.Router) {
 	r.Post("/rooms/{id}/agents/{agent}/delete", rm.deleteAgent)
 	r.Post("/rooms/{id}/settings", rm.saveSettings)
 	r.Post("/rooms/{id}/delete", rm.delete)
+	// An answer's controls: Stop by its asker or the owner, its approvals
+	// and questions by its asker (rooms_runs.go).
+	r.Post("/rooms/{id}/runs/{run}/stop", e.roomRuns.stop)
+	r.Post("/rooms/{id}/runs/{run}/steps/{step}/decide", e.roomRuns.decide)
+	r.Post("/rooms/{id}/runs/{run}/steps/{step}/answer", e.roomRuns.answer)
 }
 
 // libraryRoutes are the signed-in pages and actions around conversations:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/a-h/templ"
 
+	"weft/chat"
 	"weft/db"
 )
 
@@ -67,21 +68,48 @@ func stepURL(ctx context.Context, s db.Step, verb string) string {
 	return "/steps/" + id(s.ID) + "/" + verb
 }
 
-// roomStreamURL is where a room's page opens its stream: after the last
-// message it shows, following the answers it shows being written.
-func roomStreamURL(room, after int64, live []int64) string {
-	u := roomURL(room) + "/events?after=" + id(after)
-	if len(live) > 0 {
-		u += "&live="
-		for i, r := range live {
-			if i > 0 {
-				u += ","
-			}
-			u += id(r)
+// RoomResumePoint is where the stream of a room's page starts: after the
+// last message it shows or, when it shows answers being written, just
+// before the oldest of them. Those come again first, in their state of
+// the moment (app.js swaps each in place of the one shown), so an answer
+// that ended between the page and its stream is shown ended.
+func RoomResumePoint(ms []MessageView) int64 {
+	if len(ms) == 0 {
+		return 0
+	}
+	r := ms[len(ms)-1].Message.ID
+	for _, m := range ms {
+		if m.Run != nil && m.Message.Status == db.MsgStreaming {
+			r = min(r, m.Message.ID-1)
 		}
 	}
-	return u
+	return r
 }
 
-// speakerOf is who wrote a room message, as it was named then.
-func speakerOf(m db.Message) string { return "" }
+// speakerOf is who wrote a room message, as it was named then, and
+// whether a member or an agent.
+func speakerOf(m db.Message) string {
+	name, _ := chat.SpeakerOf(m)
+	return name
+}
+
+func speakerKindOf(m db.Message) string {
+	_, kind := chat.SpeakerOf(m)
+	return kind
+}
+
+// turnStatusLabel says where a room's answer is, naming who it waits for.
+func turnStatusLabel(t db.RoomTurn) string {
+	switch t.Status {
+	case db.RunQueued:
+		return "queued"
+	case db.RunRunning:
+		return "answering"
+	case db.RunWaiting:
+		if t.Asker != "" {
+			return "waiting for " + t.Asker
+		}
+		return "waiting"
+	}
+	return t.Status
+}
