@@ -563,7 +563,7 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		return room
 	}
 	theRoom := newRoom("Authz room")
-	RM := fmt.Sprint(theRoom.ID)
+	ROOM := fmt.Sprint(theRoom.ID)
 	agentN := 0
 	newAgent := func() db.RoomAgent {
 		agentN++
@@ -577,17 +577,17 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	inviteForm := url.Values{}
 	freshInvitee := func() string {
 		inviteForm.Set("email", throwaway().Email) // the form is read after fresh runs
-		return "/rooms/" + RM + "/members"
+		return "/rooms/" + ROOM + "/members"
 	}
 	freshRoomMember := func() string {
 		tu := throwaway()
 		if _, err := store.InviteRoomMember(ctx, u.ID, theRoom.ID, tu.Email); err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Sprintf("/rooms/%s/members/%d/remove", RM, tu.ID)
+		return fmt.Sprintf("/rooms/%s/members/%d/remove", ROOM, tu.ID)
 	}
 	freshLeave := func() string { return fmt.Sprintf("/rooms/%d/leave", newRoom("Left").ID) }
-	freshAgent := func() string { return fmt.Sprintf("/rooms/%s/agents/%d/delete", RM, newAgent().ID) }
+	freshAgent := func() string { return fmt.Sprintf("/rooms/%s/agents/%d/delete", ROOM, newAgent().ID) }
 	freshRoom := func() string { return fmt.Sprintf("/rooms/%d/delete", newRoom("Doomed").ID) }
 	type roomWant struct{ owner, member, other, anon any }
 	roomRoutes := []struct {
@@ -598,16 +598,16 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 	}{
 		{"GET", "/rooms", "/rooms", nil, nil, roomWant{200, 200, 200, login}},
 		{"POST", "/rooms", "/rooms", url.Values{"name": {"Mine"}}, nil, roomWant{303, 303, 303, login}},
-		{"GET", "/rooms/{id}", "/rooms/" + RM, nil, nil, roomWant{200, 200, 404, login}},
-		{"POST", "/rooms/{id}/messages", "/rooms/" + RM + "/messages", url.Values{"content": {"hello, room"}}, nil, roomWant{303, 303, 404, login}},
+		{"GET", "/rooms/{id}", "/rooms/" + ROOM, nil, nil, roomWant{200, 200, 404, login}},
+		{"POST", "/rooms/{id}/messages", "/rooms/" + ROOM + "/messages", url.Values{"content": {"hello, room"}}, nil, roomWant{303, 303, 404, login}},
 		{"POST", "/rooms/{id}/members", "", inviteForm, freshInvitee, roomWant{303, 403, 404, login}},
 		{"POST", "/rooms/{id}/members/{user}/remove", "", nil, freshRoomMember, roomWant{303, 403, 404, login}},
 		{"POST", "/rooms/{id}/leave", "", nil, freshLeave, roomWant{409, "→/rooms", 404, login}},
-		{"POST", "/rooms/{id}/agents", "/rooms/" + RM + "/agents", url.Values{"name": {"Added"}, "model": {"tiny:latest"}}, nil, roomWant{303, 403, 404, login}},
-		{"GET", "/rooms/{id}/agents/{agent}", "/rooms/" + RM + "/agents/" + AG, nil, nil, roomWant{200, 403, 404, login}},
-		{"POST", "/rooms/{id}/agents/{agent}", "/rooms/" + RM + "/agents/" + AG, url.Values{"name": {"Renamed"}, "model": {"tiny:latest"}}, nil, roomWant{303, 403, 404, login}},
+		{"POST", "/rooms/{id}/agents", "/rooms/" + ROOM + "/agents", url.Values{"name": {"Added"}, "model": {"tiny:latest"}}, nil, roomWant{303, 403, 404, login}},
+		{"GET", "/rooms/{id}/agents/{agent}", "/rooms/" + ROOM + "/agents/" + AG, nil, nil, roomWant{200, 403, 404, login}},
+		{"POST", "/rooms/{id}/agents/{agent}", "/rooms/" + ROOM + "/agents/" + AG, url.Values{"name": {"Renamed"}, "model": {"tiny:latest"}}, nil, roomWant{303, 403, 404, login}},
 		{"POST", "/rooms/{id}/agents/{agent}/delete", "", nil, freshAgent, roomWant{303, 403, 404, login}},
-		{"POST", "/rooms/{id}/settings", "/rooms/" + RM + "/settings", url.Values{"name": {"Authz room"}, "mention_depth": {"2"},
+		{"POST", "/rooms/{id}/settings", "/rooms/" + ROOM + "/settings", url.Values{"name": {"Authz room"}, "mention_depth": {"2"},
 			"summarize_at": {"80"}, "history_messages": {"0"}, "keep_recent": {"6"}}, nil, roomWant{303, 403, 404, login}},
 		{"POST", "/rooms/{id}/delete", "", url.Values{"confirm": {"Doomed"}}, freshRoom, roomWant{303, 403, 404, login}},
 	}
