@@ -166,7 +166,8 @@ func TestARoomsThreadIsReachedOnlyThroughTheRoom(t *testing.T) {
 		}
 	}
 	page := s.owner.Get(fmt.Sprintf("/rooms/%d", id))
-	if !strings.Contains(page.Body, "look around") || !strings.Contains(page.Body, fmt.Sprintf(`data-message-id="%d"`, M)) {
+	if !strings.Contains(page.Body, "look around") || !strings.Contains(page.Body, fmt.Sprintf(`data-message-id="%d"`, M)) ||
+		!strings.Contains(page.Body, `data-speaker="olive"`) || !strings.Contains(page.Body, `data-speaker="Scout"`) {
 		t.Fatalf("the room page does not show its line:\n%s", page.Body)
 	}
 }
