@@ -405,3 +405,14 @@ func (a RoomAgent) AgentParams() RoleParams {
 func (d *DB) NoteRoomChanged(ctx context.Context, thread int64) error {
 	return NoteThreadChanged(ctx, d.q(), thread)
 }
+
+// RoomMessageForMember returns a message of a room's line to one of the
+// room's members (its citations open for every member, not only for the
+// owner whose thread it is). ErrNotFound: not a message of a room of
+// theirs.
+func (d *DB) RoomMessageForMember(ctx context.Context, user, id int64) (Message, error) {
+	return oneRow[Message](ctx, d.q(), "SELECT "+liveCols("m.")+` FROM messages m
+		JOIN rooms r ON r.thread_id = m.thread_id
+		JOIN room_members x ON x.room_id = r.id AND x.user_id = $2
+		WHERE m.id = $1`, id, user)
+}

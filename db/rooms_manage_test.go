@@ -140,23 +140,25 @@ func TestRoomsAreReachedOnlyByMembersAndManagedOnlyByTheOwner(t *testing.T) {
 	s, room, agent := f.store, f.room.ID, f.agent.ID
 	anAgent := db.RoomAgentInput{Name: "Other", Model: "tiny"}
 	settings := db.RoomSettings{Name: "Taken", MentionDepth: 1, SummarizeAt: 50, KeepRecent: 2}
+	msg := send(t, s, f.alice.ID, db.Send{ThreadID: f.room.ThreadID, Content: "in the room"}).User.ID
 	// Every function, as a given user; each must refuse carol (not a
 	// member) and bob for the owner's changes.
 	calls := func(u int64) map[string]error {
 		e := func(_ any, err error) error { return err }
 		return map[string]error{
-			"RoomForMember":      e(s.RoomForMember(ctx, u, room)),
-			"RoomAgents":         e(nonEmpty(s.RoomAgents(ctx, u, room))),
-			"RoomMembers":        e(nonEmpty(s.RoomMembers(ctx, u, room))),
-			"InviteRoomMember":   e(s.InviteRoomMember(ctx, u, room, "carol@example.com")),
-			"RemoveRoomMember":   s.RemoveRoomMember(ctx, u, room, f.bob.ID),
-			"UpdateRoomSettings": s.UpdateRoomSettings(ctx, u, room, settings),
-			"AddRoomAgent":       e(s.AddRoomAgent(ctx, u, room, anAgent)),
-			"UpdateRoomAgent":    e(s.UpdateRoomAgent(ctx, u, room, agent, anAgent)),
-			"DeleteRoomAgent":    s.DeleteRoomAgent(ctx, u, room, agent),
-			"RoomRunsToStop":     e(s.RoomRunsToStop(ctx, u, room, 0, 0)),
-			"RoomOfThread":       e(s.RoomOfThread(ctx, u, f.room.ThreadID)),
-			"LeaveRoom":          s.LeaveRoom(ctx, u, room),
+			"RoomForMember":        e(s.RoomForMember(ctx, u, room)),
+			"RoomAgents":           e(nonEmpty(s.RoomAgents(ctx, u, room))),
+			"RoomMembers":          e(nonEmpty(s.RoomMembers(ctx, u, room))),
+			"RoomMessageForMember": e(s.RoomMessageForMember(ctx, u, msg)),
+			"InviteRoomMember":     e(s.InviteRoomMember(ctx, u, room, "carol@example.com")),
+			"RemoveRoomMember":     s.RemoveRoomMember(ctx, u, room, f.bob.ID),
+			"UpdateRoomSettings":   s.UpdateRoomSettings(ctx, u, room, settings),
+			"AddRoomAgent":         e(s.AddRoomAgent(ctx, u, room, anAgent)),
+			"UpdateRoomAgent":      e(s.UpdateRoomAgent(ctx, u, room, agent, anAgent)),
+			"DeleteRoomAgent":      s.DeleteRoomAgent(ctx, u, room, agent),
+			"RoomRunsToStop":       e(s.RoomRunsToStop(ctx, u, room, 0, 0)),
+			"RoomOfThread":         e(s.RoomOfThread(ctx, u, f.room.ThreadID)),
+			"LeaveRoom":            s.LeaveRoom(ctx, u, room),
 		}
 	}
 	for name, err := range calls(f.carol.ID) {
@@ -167,7 +169,7 @@ func TestRoomsAreReachedOnlyByMembersAndManagedOnlyByTheOwner(t *testing.T) {
 	if rooms, err := s.MemberRooms(ctx, f.carol.ID, 50); err != nil || len(rooms) != 0 {
 		t.Errorf("a non-member's rooms = %+v, %v; want none", rooms, err)
 	}
-	memberMay := map[string]bool{"RoomForMember": true, "RoomAgents": true, "RoomMembers": true, "LeaveRoom": true}
+	memberMay := map[string]bool{"RoomForMember": true, "RoomAgents": true, "RoomMembers": true, "RoomMessageForMember": true, "LeaveRoom": true}
 	for name, err := range calls(f.bob.ID) {
 		if memberMay[name] {
 			if err != nil {

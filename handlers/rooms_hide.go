@@ -15,7 +15,9 @@ import (
 // So every thread route whose id names a room's thread, or a message, run
 // or step of one, answers as if it did not exist; only GET /t/{id} sends
 // the thread's owner to the room instead. Everyone else already gets a 404
-// there (the thread is the room owner's).
+// there (the thread is the room owner's). The one thread route a room
+// uses is GET /m/{id}/sources/{n}, a citation of an answer: it reads, and
+// it opens for every member of the room (kbs.source).
 
 type roomThreadStore interface {
 	InRoomThread(ctx context.Context, user int64, kind string, id int64) (bool, error)
@@ -39,7 +41,7 @@ func hideRoomThreads(s roomThreadStore) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			kind, id, rest := threadRoute(r.URL.Path)
 			u, signedIn := currentUser(r)
-			if kind == "" || !signedIn {
+			if kind == "" || !signedIn || readsSource(kind, rest, r.Method) {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -79,4 +81,9 @@ func threadRoute(path string) (kind string, id int64, rest string) {
 		return "", 0, ""
 	}
 	return kind, id, rest
+}
+
+// readsSource reports whether a thread route is GET /m/{id}/sources/{n}.
+func readsSource(kind, rest, method string) bool {
+	return kind == db.ObjMessage && strings.HasPrefix(rest, "sources/") && (method == http.MethodGet || method == http.MethodHead)
 }

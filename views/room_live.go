@@ -49,17 +49,6 @@ func InRoom(room int64, c templ.Component) templ.Component {
 	})
 }
 
-// RoomLive holds a room's line of messages and its queue (its children),
-// and opens the room's one event stream from after (see roomLive). The
-// children are rendered InRoom.
-func RoomLive(room, after int64) templ.Component {
-	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
-		children := templ.GetChildren(ctx)
-		ctx = templ.ClearChildren(ctx)
-		return roomLive(room, after, InRoom(room, children)).Render(ctx, w)
-	})
-}
-
 // roomOf is the room being rendered (0: none, a thread).
 func roomOf(ctx context.Context) int64 {
 	r, _ := ctx.Value(roomKey{}).(int64)
