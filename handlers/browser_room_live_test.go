@@ -184,6 +184,16 @@ func TestBrowserTwoMembersWatchTwoAgentsHandOnInARoomStopAndReload(t *testing.T)
 	ben.wait("Yuki's answer streaming", rmMessage("Yuki")+`?.dataset.status === "streaming" &&
 		`+rmMessage("Yuki")+`.querySelector("[data-testid=message-body]").textContent.includes("detail3")`)
 	ada.wait("Yuki's answer streaming for Ada too", rmMessage("Yuki")+`?.querySelector("[data-testid=message-body]")?.textContent.includes("detail3")`)
+	// Ada reloads while Yuki writes: her page shows the answer so far and
+	// goes on following it (the stream sends it again first; it replaces
+	// the one the page drew, never adds a second).
+	ada.do("reload while Yuki writes", chromedp.Reload(), chromedp.WaitVisible(css(`[data-testid=room-live]`)))
+	shown := ada.str(`String(` + rmMessage("Yuki") + `.querySelector("[data-testid=message-body]").textContent.trim().split(" ").length)`)
+	ada.wait("Yuki's answer to go on after the reload", `(() => {
+		const all = document.querySelectorAll('#room-messages [data-testid=message][data-speaker=Yuki]');
+		return all.length === 1 && all[0].dataset.status === "streaming" &&
+			all[0].querySelector("[data-testid=message-body]").textContent.trim().split(" ").length > `+shown+` + 20;
+	})()`)
 	yukiRun := ben.str(rmMessage("Yuki") + `.dataset.runId`)
 	ben.do("stop Yuki", click(`#room-messages [data-testid=message][data-speaker=Yuki] [data-testid=stop]`))
 	for _, b := range []rmTab{ben, ada} {
