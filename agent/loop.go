@@ -42,6 +42,10 @@ func (x *run) loop(ctx context.Context) chat.AgentResult {
 		return x.result(false, chat.ErrNoModel)
 	}
 	has, known := x.h.SupportsTools(ctx, model)
+	if known && !has && x.h.Room() != nil {
+		return x.result(false, usererr.New(fmt.Sprintf("The model %s cannot call tools, so this agent cannot use its tools. "+
+			"The room's owner can choose a model with tool support for it, or turn its tools off.", model)))
+	}
 	if known && !has {
 		return x.result(false, usererr.New(fmt.Sprintf("The model %s cannot call tools, so it cannot work as an agent. "+
 			"Choose a model with tool support in the composer, or turn the agent off for this thread.", model)))
@@ -120,13 +124,17 @@ func (x *run) availability(ctx context.Context) ([]Availability, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool policies: %w", err)
 	}
-	grants, err := x.a.store.ThreadGrants(ctx, x.r.OwnerID, x.r.ThreadID)
-	if err != nil {
-		return nil, fmt.Errorf("thread grants: %w", err)
+	room := x.h.Room()
+	var grants map[string]bool
+	if room == nil {
+		if grants, err = x.a.store.ThreadGrants(ctx, x.r.OwnerID, x.r.ThreadID); err != nil {
+			return nil, fmt.Errorf("thread grants: %w", err)
+		}
 	}
 	has, known := x.h.SupportsTools(ctx, x.r.Model)
 	avail := x.a.ExplainAll(rules, grants, x.r.Model, has, known)
 	x.narrow(avail)
+	narrowRoom(avail, room)
 	return avail, nil
 }
 

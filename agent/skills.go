@@ -134,12 +134,12 @@ func (s *Skills) Prompt(ctx context.Context, env *Env) string {
 	if p, ok := rules[ToolUseSkill]; ok {
 		rule = &p
 	}
-	if av := Explain(s.Tools()[0], rule, false, AnyModel, true, true); !av.Available {
+	if av := Explain(s.Tools()[0], rule, false, AnyModel, true, true); !av.Available || env.Narrow[ToolUseSkill] == ModeDeny {
 		return ""
 	}
 	var b strings.Builder
 	var more []string
-	for _, sk := range s.list(rules, env.Root) {
+	for _, sk := range narrowSkills(s.list(rules, env.Root), env.Narrow) {
 		switch {
 		case !sk.Usable():
 		case b.Len()+len(sk.Name)+len(sk.Description) > maxSkillListBytes:
@@ -217,7 +217,7 @@ func (s *Skills) run(ctx context.Context, env *Env, args Args) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("skills: workspace rules: %w", err)
 	}
-	all := s.list(rules, env.Root)
+	all := narrowSkills(s.list(rules, env.Root), env.Narrow)
 	var sk *Skill
 	for i := range all {
 		if all[i].Name == name {

@@ -63,6 +63,9 @@ func (x *run) load(ctx context.Context) error {
 		return usererr.New("The workspace folder could not be created on the server. Ask the administrator to check WEFT_DATA_DIR.")
 	}
 	x.env = &Env{Root: root, User: x.r.OwnerID, Thread: x.r.ThreadID, Workspace: x.ws.ID, Run: x.r.ID, Fetch: x.a.fetch, run: x}
+	if room := x.h.Room(); room != nil {
+		x.env.Narrow = room.Agent.ToolPolicy
+	}
 	if x.a.search != nil {
 		x.env.SearchKB = x.searchKB
 	}
@@ -81,11 +84,19 @@ func (x *run) load(ctx context.Context) error {
 	return nil
 }
 
-// searchKB searches the thread's knowledge bases as the run's user.
+// searchKB searches the thread's knowledge bases as the run's user (a
+// room agent's: its own).
 func (x *run) searchKB(ctx context.Context, query string, topK int) ([]KBHit, error) {
-	kbs, err := x.a.store.ThreadKBs(ctx, x.r.OwnerID, x.r.ThreadID)
-	if err != nil {
-		return nil, err
+	var kbs []db.KnowledgeBase
+	if room := x.h.Room(); room != nil {
+		if kbs = room.KBs; len(kbs) == 0 {
+			return nil, Errorf("this agent of the room has no knowledge base")
+		}
+	} else {
+		var err error
+		if kbs, err = x.a.store.ThreadKBs(ctx, x.r.OwnerID, x.r.ThreadID); err != nil {
+			return nil, err
+		}
 	}
 	if len(kbs) == 0 {
 		return nil, Errorf("no knowledge base is attached to this thread")

@@ -124,6 +124,10 @@ type Env struct {
 	// Workspace and Run identify the call's workspace and run.
 	Workspace int64
 	Run       int64
+	// Narrow is a room agent's tool policy (tool name or skill:NAME →
+	// auto, ask or deny), which narrows the workspace's rules (nil in a
+	// thread; agent/room.go).
+	Narrow map[string]string
 	// run is the run making the call (delegation starts its children).
 	run *run
 	// Progress, when set, reports a long call's progress (a command's

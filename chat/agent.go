@@ -46,6 +46,22 @@ type AgentHost struct {
 	// historyFailed: summarizing the thread's history failed once in
 	// this run; its later requests go out without trying again.
 	historyFailed bool
+	// room is a room run's profile (nil in a thread), shared with its
+	// sub-agents; leaf is the last message its requests send (0: not
+	// read yet).
+	room *roomContext
+	leaf int64
+}
+
+// Room is the profile of a room run (issue 20): its room, its agent (whose
+// tool policy narrows the workspace's and whose knowledge bases are the
+// ones searched) and the room's agents. nil for a thread's run. A
+// sub-agent's is its parent's.
+func (h *AgentHost) Room() *db.RoomProfile {
+	if h == nil || h.room == nil {
+		return nil
+	}
+	return &h.room.RoomProfile
 }
 
 // Child returns the host of a sub-agent's run r of this run. Its model
@@ -62,14 +78,15 @@ func (h *AgentHost) Child(r db.Run) *AgentHost {
 		msg = *h.Run.AssistantMessageID
 	}
 	r.AssistantMessageID = &msg // its live text is never saved as a message's
-	return &AgentHost{Run: r, rt: h.rt, lr: newLiveRun(r, -1, realClock{}), parent: h}
+	return &AgentHost{Run: r, rt: h.rt, lr: newLiveRun(r, -1, realClock{}), parent: h, room: h.room}
 }
 
 // AssembleTask builds a sub-agent's request: the system prompt, role and
 // memories like every route's, routeContext, and task as the one user
 // message; none of the thread's turns.
 func (h *AgentHost) AssembleTask(ctx context.Context, routeContext, task string) (Assembly, error) {
-	a, err := h.rt.Assemble(ctx, ContextRequest{User: h.Run.OwnerID, Thread: h.Run.ThreadID, Model: h.Run.Model, RouteContext: routeContext})
+	a, err := h.rt.Assemble(ctx, ContextRequest{User: h.Run.OwnerID, Thread: h.Run.ThreadID, Model: h.Run.Model,
+		RouteContext: routeContext, room: h.room})
 	if err != nil {
 		return a, err
 	}
@@ -84,8 +101,15 @@ func (h *AgentHost) AssembleTask(ctx context.Context, routeContext, task string)
 // node, as before a chat answer (a failed summary is not tried again in
 // this run: the request goes out without it).
 func (h *AgentHost) Assemble(ctx context.Context, routeContext string) (Assembly, error) {
+	if h.leaf == 0 {
+		leaf, err := h.rt.roomLeaf(ctx, h.Run, h.room)
+		if err != nil {
+			return Assembly{}, err
+		}
+		h.leaf = leaf
+	}
 	req := ContextRequest{User: h.Run.OwnerID, Thread: h.Run.ThreadID,
-		Leaf: *h.Run.UserMessageID, Model: h.Run.Model, RouteContext: routeContext}
+		Leaf: h.leaf, Model: h.Run.Model, RouteContext: routeContext, room: h.room}
 	a, err := h.rt.Assemble(ctx, req)
 	if err != nil || h.historyFailed {
 		return a, err

@@ -210,6 +210,9 @@ func transcriptLine(m db.Message) string {
 	if m.Role == db.RoleAssistant {
 		who = "Assistant"
 	}
+	if m.Speaker != "" {
+		who = speakerLabel(m) // a room's: who said it
+	}
 	return who + ": " + strings.TrimSpace(m.Content) + "\n\n"
 }
 

@@ -170,7 +170,7 @@ func (rt *Runtime) Complete(ctx context.Context, c Completion, delta func(api.Ch
 	}
 
 	msgs := make([]api.Message, 0, len(c.Messages)+1)
-	if sys := systemPrompt(cs, "", nil, routeContext); sys != "" {
+	if sys := systemPrompt(cs, "", "", nil, routeContext); sys != "" {
 		msgs = append(msgs, api.Message{Role: db.RoleSystem, Content: sys})
 	}
 	msgs = append(msgs, c.Messages...)

@@ -28,6 +28,11 @@ import (
 //	then:   the turns of the path to the message being answered that
 //	        follow the last context clear (/clear) on it and that the
 //	        summary does not cover.
+//
+// A room's agent (chat/rooms_run.go) has no custom instructions and no
+// memories; its room preamble comes where the instructions would, its own
+// prompt and parameters take the role's place, and its turns are the
+// room's line with every other speaker named.
 
 // MessageOverhead is the estimate of tokens a chat template adds around
 // each message (role markers, separators).
@@ -50,6 +55,10 @@ type ContextRequest struct {
 	// RouteContext is the route's own context: retrieved sources (rag) or
 	// the execution context (agent). "" for chat.
 	RouteContext string
+	// room is a room run's profile (nil: a thread's request): the agent's
+	// prompt and parameters replace the role, the speakers are named, the
+	// room's compression settings apply (chat/rooms_run.go).
+	room *roomContext
 }
 
 // Assembly is a model request ready to send, with its budget.
@@ -96,6 +105,17 @@ func (rt *Runtime) Assemble(ctx context.Context, req ContextRequest) (Assembly, 
 	if err != nil {
 		return Assembly{}, fmt.Errorf("load thread: %w", err)
 	}
+	// A room's thread is its owner's, its requests are not: the owner's
+	// custom instructions and memories stay out of them.
+	inRoom := req.room != nil || cs.Thread.IsRoom
+	roomPart := ""
+	if inRoom {
+		cs.Instructions = ""
+	}
+	if req.room != nil {
+		cs.Role = agentRole(req.room.Agent)
+		roomPart = roomPreamble(req.room)
+	}
 	a := Assembly{Sources: cs, Model: req.Model}
 	if a.Model == "" {
 		a.Model = cs.Thread.Model
@@ -124,6 +144,13 @@ func (rt *Runtime) Assemble(ctx context.Context, req ContextRequest) (Assembly, 
 		}
 		a.Summary, a.Turns = applySummary(path, nodes)
 	}
+	if req.room != nil {
+		// The room's history cap: the newest messages, the one answered
+		// among them.
+		if n := req.room.Room.HistoryMessages; n > 0 && len(a.Turns) > n {
+			a.Turns = a.Turns[len(a.Turns)-n:]
+		}
+	}
 	if req.Partial != nil {
 		a.Turns = append(a.Turns[:len(a.Turns):len(a.Turns)], *req.Partial)
 	}
@@ -136,15 +163,21 @@ func (rt *Runtime) Assemble(ctx context.Context, req ContextRequest) (Assembly, 
 
 	a.CharsPerToken, a.Calibrated = rt.charsPerToken(ctx, a.Model)
 	a.Messages = make([]api.Message, 0, len(a.Turns)+1)
-	memory, err := rt.memoryOverview(ctx, req.User, req.Thread)
-	if err != nil {
-		return Assembly{}, fmt.Errorf("load memories: %w", err)
+	memory := ""
+	if !inRoom {
+		if memory, err = rt.memoryOverview(ctx, req.User, req.Thread); err != nil {
+			return Assembly{}, fmt.Errorf("load memories: %w", err)
+		}
 	}
-	if sys := systemPrompt(cs, memory, a.Summary, req.RouteContext); sys != "" {
+	if sys := systemPrompt(cs, roomPart, memory, a.Summary, req.RouteContext); sys != "" {
 		a.Messages = append(a.Messages, api.Message{Role: db.RoleSystem, Content: sys})
 		a.SystemTokens = estimateTokens(a.Messages, a.CharsPerToken)
 	}
-	turns, err := rt.withAttachments(ctx, req.User, a.Model, a.Turns)
+	sent := a.Turns
+	if req.room != nil {
+		sent = speakerTurns(a.Turns, req.room.Agent.ID)
+	}
+	turns, err := rt.withAttachments(ctx, req.User, a.Model, sent)
 	if err != nil {
 		return Assembly{}, err
 	}
@@ -280,8 +313,9 @@ func applySummary(path []db.Message, nodes []db.Message) (*db.Message, []db.Mess
 	return nil, path
 }
 
-// systemPrompt joins the non-empty parts in their fixed order.
-func systemPrompt(cs db.ContextSources, memory string, summary *db.Message, routeContext string) string {
+// systemPrompt joins the non-empty parts in their fixed order; room is a
+// room agent's preamble (chat/rooms_run.go), which goes before its prompt.
+func systemPrompt(cs db.ContextSources, room, memory string, summary *db.Message, routeContext string) string {
 	var parts []string
 	add := func(s string) {
 		if s = strings.TrimSpace(s); s != "" {
@@ -290,6 +324,7 @@ func systemPrompt(cs db.ContextSources, memory string, summary *db.Message, rout
 	}
 	add(cs.SystemPrompt)
 	add(cs.Instructions)
+	add(room)
 	if cs.Role != nil {
 		add(cs.Role.Prompt)
 	}

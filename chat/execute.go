@@ -16,15 +16,21 @@ import (
 
 // execute runs one chat run to its end.
 func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
-	if r.Kind == db.RouteAgent {
-		rt.executeAgent(ctx, lr, r)
+	started := time.Now()
+	room, err := rt.roomOf(ctx, r)
+	if err != nil {
+		rt.settle(ctx, lr, r, db.Finish{}, ending{err: err, model: r.Model, started: started,
+			logAs: "room run failed", logged: func(err error) bool { return !usererr.Is(err) }})
 		return
 	}
-	started := time.Now()
+	if r.Kind == db.RouteAgent {
+		rt.executeAgent(ctx, lr, r, room)
+		return
+	}
 	var fin db.Finish
 	st := rt.stream(ctx, lr, true, nil)
 
-	a, thread, chatErr := rt.prepare(ctx, lr, r)
+	a, thread, chatErr := rt.prepare(ctx, lr, r, room)
 	model := a.Model
 	if chatErr == nil && model == "" && a.Direct == "" {
 		chatErr = ErrNoModel
@@ -55,6 +61,7 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 	}
 	if st.Done {
 		rt.answered(ctx, &fin.Usage, a, st.Final)
+		rt.handOn(ctx, r, room, fin.Content)
 	}
 	rt.settle(ctx, lr, r, fin, ending{
 		done: st.Done, err: chatErr, model: model, started: started,
@@ -63,6 +70,9 @@ func (rt *Runtime) execute(ctx context.Context, lr *liveRun, r db.Run) {
 		logged:      func(err error) bool { return !errors.Is(err, ErrNoModel) },
 	})
 
+	if room != nil {
+		return // a room's name is its title
+	}
 	// A title comes from the thread's first exchange only: a later answer
 	// that finishes while that title is still being written must not
 	// replace it with one about its own question.
@@ -98,9 +108,9 @@ func (rt *Runtime) answered(ctx context.Context, u *db.Usage, a Assembly, final 
 // executeAgent runs an agent run through the AgentRunner and settles it
 // like every other run; a run left waiting for its user at shutdown is not
 // settled: it stays waiting for the next instance.
-func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run) {
+func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run, room *roomContext) {
 	started := time.Now()
-	h := &AgentHost{Run: r, rt: rt, lr: lr}
+	h := &AgentHost{Run: r, rt: rt, lr: lr, room: room}
 	var res AgentResult
 	if rt.cfg.Agent == nil {
 		res.Err = usererr.New("The agent is not available on this server.")
@@ -117,13 +127,16 @@ func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run) {
 	}
 	fin := db.Finish{Usage: res.Usage, Meta: db.MessageMeta{Evidence: res.Evidence}}
 	fin.Content, fin.Thinking = lr.text()
+	if res.Done {
+		rt.handOn(ctx, r, room, fin.Content)
+	}
 	rt.settle(ctx, lr, r, fin, ending{
 		done: res.Done, err: res.Err, model: r.Model, started: started,
 		interrupted: "The server stopped while the agent was working. Resume it from its last step.",
 		logAs:       "agent run failed",
 		logged:      func(err error) bool { return !usererr.Is(err) },
 	})
-	if res.Done {
+	if res.Done && room == nil {
 		rt.titleAgentThread(ctx, r, fin.Content)
 	}
 }
@@ -154,8 +167,12 @@ func (rt *Runtime) titleAgentThread(ctx context.Context, r db.Run, answer string
 // they no longer fit (the run shows "summarizing" meanwhile). A failed
 // summary is logged and the request goes out without it: Ollama then
 // truncates, and the answer says so.
-func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly, db.Thread, error) {
-	req := ContextRequest{User: r.OwnerID, Thread: r.ThreadID, Leaf: *r.UserMessageID, Model: r.Model}
+func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run, room *roomContext) (Assembly, db.Thread, error) {
+	leaf, err := rt.roomLeaf(ctx, r, room)
+	if err != nil {
+		return Assembly{}, db.Thread{}, err
+	}
+	req := ContextRequest{User: r.OwnerID, Thread: r.ThreadID, Leaf: leaf, Model: r.Model, room: room}
 	if r.Continues {
 		// The answer so far is the model's own beginning: it goes on from it.
 		partial, err := rt.store.Message(ctx, r.OwnerID, lr.msgID)
@@ -166,7 +183,7 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 	}
 	var sources []db.Source
 	if r.Kind == db.RouteRAG {
-		g, err := rt.retrieve(ctx, lr, r, req.Partial)
+		g, err := rt.retrieve(ctx, lr, r, req.Partial, room)
 		if err != nil {
 			return Assembly{}, db.Thread{}, err
 		}
@@ -196,16 +213,30 @@ func (rt *Runtime) prepare(ctx context.Context, lr *liveRun, r db.Run) (Assembly
 // A failed summary is logged and a goes out without it, CompactionFailed
 // set: Ollama then truncates, and the answer says so.
 func (rt *Runtime) compactHistory(ctx context.Context, lr *liveRun, r db.Run, req ContextRequest, a Assembly) (Assembly, error) {
-	if a.Model == "" || !a.needsCompaction(rt.cfg.CompactAt) {
+	ratio := rt.cfg.CompactAt
+	if req.room != nil {
+		ratio = float64(req.room.Room.SummarizeAt) / 100 // the room's setting
+	}
+	if a.Model == "" || !a.needsCompaction(ratio) {
 		return a, nil
 	}
 	turns := a.Turns
 	if req.Partial != nil {
 		turns = turns[:len(turns)-1]
 	}
-	keep := int(float64(a.Budget)*keepShare) - a.SystemTokens
+	share := keepShare
+	if req.room != nil {
+		// After a room's summary the request fills at most half its
+		// threshold, so that the next messages do not summarize again.
+		share = min(keepShare, ratio/2)
+	}
+	keep := int(float64(a.Budget)*share) - a.SystemTokens
 	covered := splitForCompaction(turns, keep, a.CharsPerToken)
-	if covered == 0 {
+	if req.room != nil {
+		// The room's recent messages are always kept word for word.
+		covered = min(covered, len(turns)-req.room.Room.KeepRecent)
+	}
+	if covered <= 0 {
 		return a, nil
 	}
 	lr.setStatus(StatusCompacting)

@@ -403,6 +403,7 @@ func (f *follower) done(id *int64, m *db.Message) error {
 // left out.
 func (rt *Runtime) finalItem(ctx context.Context, user int64, m db.Message) MessageItem {
 	it := MessageItem{Message: m}
+	it.Speaker, it.SpeakerKind = SpeakerOf(m)
 	_ = rt.store.ReadSnapshot(ctx, func(s *db.DB) error {
 		if m.Metadata.Route == db.RouteAgent {
 			if rs, err := s.StepsOfMessages(ctx, user, []int64{m.ID}); err == nil {

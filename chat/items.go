@@ -28,6 +28,11 @@ type MessageItem struct {
 	// audio and images of an answer.
 	Attachments []db.Attachment
 	Media       []db.Media
+	// Speaker is who wrote a room's message (issue 20), as it was then, and
+	// SpeakerKind whether a member (SpeakerMember) or an agent
+	// (SpeakerAgent); both "" in a thread (SpeakerOf).
+	Speaker     string
+	SpeakerKind string
 	// AwaitTitle asks the page to fetch the generated title once it
 	// exists (set on the final event of a thread's first answer).
 	AwaitTitle bool
@@ -111,6 +116,7 @@ func messageItems(ctx context.Context, s itemReader, user int64, t db.Thread, ms
 		out[i] = MessageItem{Message: m, Run: byMsg[m.ID], Branch: branches[m.ID],
 			Compaction: summaries[m.ID], CompactionOff: !t.Compaction, Cleared: cleared[m.ID],
 			Attachments: files[m.ID], Media: generated[m.ID]}
+		out[i].Speaker, out[i].SpeakerKind = SpeakerOf(m)
 		if rs, ok := steps[m.ID]; ok {
 			out[i].Steps, out[i].AgentRun = rs.Steps, &rs.Run
 		}

@@ -29,17 +29,19 @@ import (
 //
 // Notes sent while the connection is down are lost: after every
 // (re)connection each follower reads its run again, the live runs' stop
-// flags are read (a progress round) and queued runs are tried.
+// flags are read (a progress round), queued runs are tried and every
+// thread watcher is woken.
 
 const (
 	followRenew = 2 * time.Second // a follower elsewhere renews its interest
 	followTTL   = 5 * time.Second // interest not renewed this long expires
 )
 
-// notes holds who on this instance waits for notes of which run.
+// notes holds who on this instance waits for notes of which run or thread.
 type notes struct {
 	mu       sync.Mutex
-	watchers map[int64]map[chan struct{}]struct{}
+	watchers map[int64]map[chan struct{}]struct{} // by run
+	threads  map[int64]map[chan struct{}]struct{} // by thread (WatchThread)
 
 	queueMu sync.Mutex
 	queued  map[int64]bool // owners to kick
@@ -47,38 +49,50 @@ type notes struct {
 }
 
 func newNotes() *notes {
-	return &notes{watchers: map[int64]map[chan struct{}]struct{}{}, queued: map[int64]bool{},
-		queueC: make(chan struct{}, 1)}
+	return &notes{watchers: map[int64]map[chan struct{}]struct{}{}, threads: map[int64]map[chan struct{}]struct{}{},
+		queued: map[int64]bool{}, queueC: make(chan struct{}, 1)}
 }
 
 // watch returns a channel that receives (coalesced) when a note about run
 // arrives, and the function that stops watching.
 func (n *notes) watch(run int64) (<-chan struct{}, func()) {
+	return n.add(n.watchers, run)
+}
+
+// add registers a watcher of id in set (guarded by mu).
+func (n *notes) add(set map[int64]map[chan struct{}]struct{}, id int64) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	n.mu.Lock()
-	if n.watchers[run] == nil {
-		n.watchers[run] = map[chan struct{}]struct{}{}
+	if set[id] == nil {
+		set[id] = map[chan struct{}]struct{}{}
 	}
-	n.watchers[run][ch] = struct{}{}
+	set[id][ch] = struct{}{}
 	n.mu.Unlock()
+	var once sync.Once
 	return ch, func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		delete(n.watchers[run], ch)
-		if len(n.watchers[run]) == 0 {
-			delete(n.watchers, run)
-		}
+		once.Do(func() {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			delete(set[id], ch)
+			if len(set[id]) == 0 {
+				delete(set, id)
+			}
+		})
 	}
 }
 
 // wake tells run's watchers (every run's: all).
-func (n *notes) wake(run int64, all bool) {
+func (n *notes) wake(run int64, all bool) { n.signal(n.watchers, run, all) }
+
+// wakeThread tells thread's watchers (every thread's: all).
+func (n *notes) wakeThread(thread int64, all bool) { n.signal(n.threads, thread, all) }
+
+// signal wakes the watchers of id in set (all: of every id) without ever
+// blocking: a watcher that has not taken its last wake yet keeps that one.
+func (n *notes) signal(set map[int64]map[chan struct{}]struct{}, id int64, all bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for id, ws := range n.watchers {
-		if !all && id != run {
-			continue
-		}
+	wakeAll := func(ws map[chan struct{}]struct{}) {
 		for ch := range ws {
 			select {
 			case ch <- struct{}{}:
@@ -86,6 +100,24 @@ func (n *notes) wake(run int64, all bool) {
 			}
 		}
 	}
+	if !all {
+		wakeAll(set[id])
+		return
+	}
+	for _, ws := range set {
+		wakeAll(ws)
+	}
+}
+
+// WatchThread returns a channel that receives when thread's messages may
+// have changed or, of a room's thread, the room's members, agents or
+// settings (db.NoteThreadChanged, from any instance), and after every
+// reconnection of the listener (notes may have been lost meanwhile). Wakes
+// coalesce: however many notes arrive before the watcher reads the
+// channel, it receives once, and then reads the state anew. stop ends the
+// watch (safe to call more than once).
+func (rt *Runtime) WatchThread(thread int64) (<-chan struct{}, func()) {
+	return rt.notes.add(rt.notes.threads, thread)
 }
 
 // listen runs the runtime's listener until the runtime ends.
@@ -99,6 +131,7 @@ func (rt *Runtime) listen() {
 // connected catches up after a (re)connection: notes may have been lost.
 func (rt *Runtime) connected() {
 	rt.notes.wake(0, true)
+	rt.notes.wakeThread(0, true)
 	rt.progress.wake()
 	rt.noteQueued(0)
 	if rt.pulls != nil {
@@ -128,6 +161,8 @@ func (rt *Runtime) note(n db.Note) {
 		rt.progress.follow(n.ID, time.Now().Add(followTTL))
 	case db.NoteQueued:
 		rt.noteQueued(n.ID)
+	case db.NoteThread:
+		rt.notes.wakeThread(n.ID, false)
 	case db.NotePull, db.NotePullEnd, db.NotePullStop:
 		// A model pull changed or was asked to stop (issue 18).
 		if rt.pulls != nil {

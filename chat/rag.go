@@ -138,15 +138,20 @@ func (g retrieval) on() bool { return len(g.kbs) > 0 || g.web }
 // Neither any more: the run answers as chat. A web search that fails fails
 // the answer with the reason: the model is never asked as if it had
 // searched.
-func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial *db.Message) (g retrieval, err error) {
-	if g.kbs, err = rt.store.ThreadKBs(ctx, r.OwnerID, r.ThreadID); err != nil {
-		return g, err
+func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial *db.Message, room *roomContext) (g retrieval, err error) {
+	if room != nil {
+		// A room agent searches its own knowledge bases, never the web.
+		g.kbs = room.KBs
+	} else {
+		if g.kbs, err = rt.store.ThreadKBs(ctx, r.OwnerID, r.ThreadID); err != nil {
+			return g, err
+		}
+		th, err := rt.store.Thread(ctx, r.OwnerID, r.ThreadID)
+		if err != nil {
+			return g, err
+		}
+		g.web = th.WebSearch
 	}
-	th, err := rt.store.Thread(ctx, r.OwnerID, r.ThreadID)
-	if err != nil {
-		return g, err
-	}
-	g.web = th.WebSearch
 	if !g.on() {
 		return g, nil
 	}
@@ -160,7 +165,7 @@ func (rt *Runtime) retrieve(ctx context.Context, lr *liveRun, r db.Run, partial 
 	if err != nil {
 		return g, err
 	}
-	numCtx, maxChars, err := rt.sourceRoom(ctx, r)
+	numCtx, maxChars, err := rt.sourceRoom(ctx, r, room)
 	if err != nil {
 		return g, err
 	}
@@ -235,10 +240,13 @@ func (rt *Runtime) searchWeb(ctx context.Context, lr *liveRun, r db.Run, questio
 
 // sourceRoom is the window the answer will be asked with (as Assemble works
 // it out) and the characters of it its sources may take.
-func (rt *Runtime) sourceRoom(ctx context.Context, r db.Run) (numCtx, maxChars int, err error) {
+func (rt *Runtime) sourceRoom(ctx context.Context, r db.Run, room *roomContext) (numCtx, maxChars int, err error) {
 	cs, err := rt.store.ContextSources(ctx, r.OwnerID, r.ThreadID)
 	if err != nil {
 		return 0, 0, err
+	}
+	if room != nil {
+		cs.Role = agentRole(room.Agent) // as Assemble sends it
 	}
 	numCtx = contextWindow(rt.models.ContextLength(ctx, r.Model), rt.models.maxCtx, cs.Role, cs.Thread.NumCtx)
 	cpt, _ := rt.charsPerToken(ctx, r.Model)

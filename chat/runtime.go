@@ -52,6 +52,10 @@ type Store interface {
 	ProgressAfter(ctx context.Context, user, msg int64, after int) (db.Followed, error)
 	Listen(ctx context.Context, connected func(), note func(db.Note))
 	Notify(ctx context.Context, kind byte, id int64) error
+	// Rooms (chat/rooms*.go).
+	PostToRoom(ctx context.Context, user int64, p db.RoomPost) (db.RoomPosted, error)
+	QueueRoomMentions(ctx context.Context, r db.Run, agents []int64, defaultModel string, route db.Router) (db.RoomPosted, error)
+	RoomRunProfile(ctx context.Context, owner, thread, agent int64) (db.RoomProfile, error)
 }
 
 // Chatter is the part of the Ollama client that answers.

@@ -83,7 +83,9 @@ func (rt *Runtime) finish(ctx context.Context, lr *liveRun, r db.Run, fin db.Fin
 	rt.mu.Lock()
 	delete(rt.live, r.ID)
 	rt.mu.Unlock()
-	if err == nil && fin.RunStatus == db.RunCompleted && rt.cfg.Answered != nil {
+	// A room's answer is not its owner's turn: no automatic read-aloud
+	// or images of the owner's, no memories extracted.
+	if err == nil && fin.RunStatus == db.RunCompleted && rt.cfg.Answered != nil && !roomRun(r) {
 		rt.cfg.Answered(r.OwnerID, r.ThreadID, lr.msgID)
 	}
 	if err == nil {

@@ -210,10 +210,11 @@ func (d *DB) ForgetMemory(ctx context.Context, user int64, fact string) (Memory,
 // MemoryOverview is the short overview of the user's memories added to
 // every request of the thread: the MemoryOverviewFacts most recent facts
 // within MemoryOverviewBytes, each with its id. It is "" for a temporary
-// thread (and a thread that is not the user's) and when there are none.
+// thread, a room's thread (its other members must not read the owner's
+// memories), a thread that is not the user's, and when there are none.
 func (d *DB) MemoryOverview(ctx context.Context, user, thread int64) (string, error) {
 	rows, err := d.q().Query(ctx, `SELECT m.id, m.fact FROM memories m
-		WHERE m.user_id = $1 AND EXISTS (SELECT 1 FROM threads t WHERE t.id = $2 AND t.owner_id = $1 AND NOT t.temporary)
+		WHERE m.user_id = $1 AND EXISTS (SELECT 1 FROM threads t WHERE t.id = $2 AND t.owner_id = $1 AND NOT t.temporary AND NOT t.is_room)
 		ORDER BY m.updated_at DESC, m.id DESC LIMIT $3`, user, thread, MemoryOverviewFacts)
 	if err != nil {
 		return "", err
@@ -287,13 +288,13 @@ type ExtractionTurn struct {
 	Model     string
 	Question  string
 	Answer    string
-	Temporary bool
+	Temporary bool // a temporary thread, or a room's: nothing is extracted
 }
 
 // MemoryTurn loads the user's answer msg with its question and thread.
 func (d *DB) MemoryTurn(ctx context.Context, user, msg int64) (ExtractionTurn, error) {
 	var t ExtractionTurn
-	err := d.q().QueryRow(ctx, `SELECT th.id, th.model, coalesce(q.content, ''), a.content, th.temporary
+	err := d.q().QueryRow(ctx, `SELECT th.id, th.model, coalesce(q.content, ''), a.content, th.temporary OR th.is_room
 		FROM messages a
 		JOIN threads th ON th.id = a.thread_id AND th.owner_id = $1
 		LEFT JOIN messages q ON q.id = a.parent_id AND q.role = 'user'

@@ -23,9 +23,15 @@ type Message struct {
 	Error     string          `db:"error"`
 	CreatedAt time.Time       `db:"created_at"`
 	UpdatedAt time.Time       `db:"updated_at"`
+	// Who spoke in a room (issue 20): a member (AuthorID) or an agent
+	// (RoomAgentID), and Speaker, the name as it was then (kept when the
+	// member or the agent is gone). Empty in a thread.
+	AuthorID    *int64 `db:"author_id"`
+	RoomAgentID *int64 `db:"room_agent_id"`
+	Speaker     string `db:"speaker"`
 }
 
-const messageCols = "id, thread_id, parent_id, role, content, parts, metadata, status, error, created_at, updated_at"
+const messageCols = "id, thread_id, parent_id, role, content, parts, metadata, status, error, created_at, updated_at, author_id, room_agent_id, speaker"
 
 // liveCols are messageCols for a SELECT from the table (or row set) named
 // by prefix p ("m."): a streaming message's content is the row's followed
@@ -63,8 +69,25 @@ func liveMetadata(p string) string {
 }
 
 func insertMessage(ctx context.Context, q querier, thread int64, parent *int64, role, content, status string, metadata MessageMeta) (Message, error) {
-	rows, err := q.Query(ctx, `INSERT INTO messages (thread_id, parent_id, role, content, status, metadata)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+messageCols, thread, parent, role, content, status, metadata)
+	return insertNewMessage(ctx, q, newMessage{Thread: thread, Parent: parent, Role: role, Content: content, Status: status, Meta: metadata})
+}
+
+// newMessage is a message to insert; Author, Agent and Speaker say who
+// spoke in a room.
+type newMessage struct {
+	Thread        int64
+	Parent        *int64
+	Role, Content string
+	Status        string
+	Meta          MessageMeta
+	Author, Agent *int64
+	Speaker       string
+}
+
+func insertNewMessage(ctx context.Context, q querier, n newMessage) (Message, error) {
+	rows, err := q.Query(ctx, `INSERT INTO messages (thread_id, parent_id, role, content, status, metadata, author_id, room_agent_id, speaker)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+messageCols,
+		n.Thread, n.Parent, n.Role, n.Content, n.Status, n.Meta, n.Author, n.Agent, n.Speaker)
 	if err != nil {
 		return Message{}, err
 	}

@@ -28,6 +28,7 @@ const (
 	NoteFollow   = 'f' // run: someone follows it from another instance
 	NoteQueued   = 'q' // user: has queued runs that may start now
 	NoteStepped  = 't' // run: a step was added from outside the run (a /steer), read its steps
+	NoteThread   = 'c' // thread: its messages or (of a room) its members, agents or settings changed; re-read
 )
 
 // Note is one notification on RunChannel.
@@ -54,6 +55,17 @@ func notePayload(kind byte, id int64) string { return string(kind) + " " + strco
 // Notify sends one note on RunChannel at once (outside any transaction).
 func (d *DB) Notify(ctx context.Context, kind byte, id int64) error {
 	_, err := d.q().Exec(ctx, "SELECT pg_notify($1, $2)", RunChannel, notePayload(kind, id))
+	return err
+}
+
+// NoteThreadChanged tells every instance that thread's messages changed,
+// or, of a room's thread, the room's members, agents or settings: its
+// watchers (chat.Runtime.WatchThread, the room's event streams) read it
+// again. q is the transaction of the write (the note is delivered at its
+// commit, never before its data can be read) or, right after a commit, the
+// pool.
+func NoteThreadChanged(ctx context.Context, q querier, thread int64) error {
+	_, err := q.Exec(ctx, "SELECT pg_notify($1, $2)", RunChannel, notePayload(NoteThread, thread))
 	return err
 }
 

@@ -48,10 +48,17 @@ type Run struct {
 	Continues          bool            `db:"continues"` // goes on writing an existing answer
 	// ParentRunID is set on a sub-agent's run: the agent run that
 	// delegated it (it has no messages of its own).
-	ParentRunID *int64     `db:"parent_run_id"`
-	CreatedAt   time.Time  `db:"created_at"`
-	StartedAt   *time.Time `db:"started_at"`
-	FinishedAt  *time.Time `db:"finished_at"`
+	ParentRunID *int64 `db:"parent_run_id"`
+	// A room run (issue 20): the agent answering, the member whose
+	// message started the chain (they decide its approvals and answer its
+	// questions; they or the room's owner may stop it), and how many
+	// agent-to-agent mentions led to it. Nil and 0 in a thread.
+	RoomAgentID  *int64     `db:"room_agent_id"`
+	AskedBy      *int64     `db:"asked_by"`
+	MentionDepth int        `db:"mention_depth"`
+	CreatedAt    time.Time  `db:"created_at"`
+	StartedAt    *time.Time `db:"started_at"`
+	FinishedAt   *time.Time `db:"finished_at"`
 }
 
 // Active reports whether the run is queued, running or waiting.
@@ -60,7 +67,8 @@ func (r Run) Active() bool {
 }
 
 const runCols = `id, thread_id, owner_id, kind, status, instance_id, user_message_id, assistant_message_id,
-	model, usage, error, cancel_requested, continues, created_at, started_at, finished_at, parent_run_id`
+	model, usage, error, cancel_requested, continues, created_at, started_at, finished_at, parent_run_id,
+	room_agent_id, asked_by, mention_depth`
 
 // Run returns one of the user's runs.
 func (d *DB) Run(ctx context.Context, user, id int64) (Run, error) {

@@ -31,13 +31,13 @@ func (d *DB) Search(ctx context.Context, user, workspace int64, q string, limit 
 	// cached for any pattern cannot know whether the trigram index pays.
 	rows, err := d.q().Query(ctx, `WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS tsq)
 		(SELECT t.id AS thread_id, t.title, NULL::bigint AS message_id, '' AS role, t.title AS text, 2::real AS rank
-		 FROM threads t WHERE t.workspace_id = $2 AND t.owner_id = $1 AND t.title ILIKE $4
+		 FROM threads t WHERE t.workspace_id = $2 AND t.owner_id = $1 AND NOT t.is_room AND t.title ILIKE $4
 		 ORDER BY t.last_activity_at DESC LIMIT $5)
 		UNION ALL
 		(SELECT t.id, t.title, m.id, m.role, left(m.content, 20000),
 			(ts_rank(m.search, q.tsq) + CASE WHEN m.content ILIKE $4 THEN 1 ELSE 0 END)::real
 		 FROM messages m JOIN threads t ON t.id = m.thread_id, q
-		 WHERE t.workspace_id = $2 AND t.owner_id = $1 AND m.role IN ('user', 'assistant') AND m.status <> 'streaming'
+		 WHERE t.workspace_id = $2 AND t.owner_id = $1 AND NOT t.is_room AND m.role IN ('user', 'assistant') AND m.status <> 'streaming'
 		   AND (m.search @@ q.tsq OR m.content ILIKE $4)
 		 ORDER BY 6 DESC, m.id DESC LIMIT $5)
 		ORDER BY rank DESC LIMIT $5`, pgx.QueryExecModeSimpleProtocol, user, workspace, q, like, limit)

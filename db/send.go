@@ -147,13 +147,45 @@ func insertAnswer(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64, route
 		return Message{}, Run{}, err
 	}
 	kind, note := route(facts)
-	m, err := insertMessage(ctx, tx, t.ID, &userMsg, RoleAssistant, "", MsgStreaming,
-		MessageMeta{Route: kind, Model: model, RouteNote: note})
+	return insertAnswerRow(ctx, tx, t, answerRow{Parent: userMsg, UserMsg: userMsg, Kind: kind, Note: note, Model: model})
+}
+
+// answerRow is an answer to insert: where it hangs, the message it
+// answers (the run's user_message_id), its route and model and, in a room,
+// the agent that speaks and for whom.
+type answerRow struct {
+	Parent, UserMsg   int64
+	Kind, Note, Model string
+	Room              *roomAnswer // nil in a thread
+}
+
+// roomAnswer is who answers in a room (issue 20).
+type roomAnswer struct {
+	Agent   int64  // room_agents.id
+	Speaker string // the agent's name now
+	AskedBy *int64 // the member whose message started the chain (nil: their account is gone)
+	Depth   int    // agent-to-agent mentions that led here
+}
+
+// insertAnswerRow adds the streaming answer a with its queued run and
+// makes it the thread's active leaf.
+func insertAnswerRow(ctx context.Context, tx pgx.Tx, t Thread, a answerRow) (Message, Run, error) {
+	nm := newMessage{Thread: t.ID, Parent: &a.Parent, Role: RoleAssistant, Status: MsgStreaming,
+		Meta: MessageMeta{Route: a.Kind, Model: a.Model, RouteNote: a.Note}}
+	var agent, askedBy *int64
+	depth := 0
+	if a.Room != nil {
+		agent, askedBy, depth = &a.Room.Agent, a.Room.AskedBy, a.Room.Depth
+		nm.Agent, nm.Speaker = agent, a.Room.Speaker
+	}
+	m, err := insertNewMessage(ctx, tx, nm)
 	if err != nil {
 		return Message{}, Run{}, err
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO runs (thread_id, owner_id, kind, user_message_id, assistant_message_id, model)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+runCols, t.ID, t.OwnerID, kind, userMsg, m.ID, model)
+	rows, err := tx.Query(ctx, `INSERT INTO runs (thread_id, owner_id, kind, user_message_id, assistant_message_id, model,
+			room_agent_id, asked_by, mention_depth)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+runCols,
+		t.ID, t.OwnerID, a.Kind, a.UserMsg, m.ID, a.Model, agent, askedBy, depth)
 	if err != nil {
 		return Message{}, Run{}, err
 	}
@@ -161,7 +193,7 @@ func insertAnswer(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64, route
 	if err != nil {
 		return Message{}, Run{}, err
 	}
-	if kind == RouteAgent {
+	if a.Kind == RouteAgent {
 		// The agent run's first step is committed with the send.
 		if _, err := insertStep(ctx, tx, r.ID, StepStart, StepOK, StepData{}); err != nil {
 			return Message{}, Run{}, err

@@ -64,8 +64,9 @@ func (d *DB) CreateShare(ctx context.Context, user, thread int64, in NewShare) (
 	var s Share
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		var leaf *int64
-		// The thread row is locked so that two creations cannot both pass the cap.
-		if err := tx.QueryRow(ctx, "SELECT active_leaf_id FROM threads WHERE id = $1 AND owner_id = $2 FOR UPDATE",
+		// The thread row is locked so that two creations cannot both pass the
+		// cap. A room's thread is never shared (it is its members' only).
+		if err := tx.QueryRow(ctx, "SELECT active_leaf_id FROM threads WHERE id = $1 AND owner_id = $2 AND NOT is_room FOR UPDATE",
 			thread, user).Scan(&leaf); err != nil {
 			return err
 		}

@@ -9,31 +9,34 @@ import (
 
 // Thread is a conversation tree in a workspace.
 type Thread struct {
-	ID             int64     `db:"id"`
-	WorkspaceID    int64     `db:"workspace_id"`
-	OwnerID        int64     `db:"owner_id"`
-	Title          string    `db:"title"`
-	Model          string    `db:"model"`
-	RoleID         *int64    `db:"role_id"`
-	AgentEnabled   bool      `db:"agent_enabled"`
-	WebSearch      bool      `db:"web_search"` // the composer's "Search the web" (issue 19)
-	TTSEnabled     bool      `db:"tts_enabled"`
-	ImageEnabled   bool      `db:"image_enabled"`
-	ContextSummary string    `db:"context_summary"`
-	Notes          string    `db:"notes"`
-	Pinned         bool      `db:"pinned"`
-	Archived       bool      `db:"archived"`
-	ActiveLeafID   *int64    `db:"active_leaf_id"`
-	TitleState     string    `db:"title_state"`
-	NumCtx         int       `db:"num_ctx"`    // the thread's own context window cap (0: none)
-	Compaction     bool      `db:"compaction"` // summarize older turns when the context fills
+	ID             int64  `db:"id"`
+	WorkspaceID    int64  `db:"workspace_id"`
+	OwnerID        int64  `db:"owner_id"`
+	Title          string `db:"title"`
+	Model          string `db:"model"`
+	RoleID         *int64 `db:"role_id"`
+	AgentEnabled   bool   `db:"agent_enabled"`
+	WebSearch      bool   `db:"web_search"` // the composer's "Search the web" (issue 19)
+	TTSEnabled     bool   `db:"tts_enabled"`
+	ImageEnabled   bool   `db:"image_enabled"`
+	ContextSummary string `db:"context_summary"`
+	Notes          string `db:"notes"`
+	Pinned         bool   `db:"pinned"`
+	Archived       bool   `db:"archived"`
+	ActiveLeafID   *int64 `db:"active_leaf_id"`
+	TitleState     string `db:"title_state"`
+	NumCtx         int    `db:"num_ctx"`    // the thread's own context window cap (0: none)
+	Compaction     bool   `db:"compaction"` // summarize older turns when the context fills
+	// IsRoom marks the thread backing a room (issue 20): it is never listed
+	// or opened as a thread, only reached through its room.
+	IsRoom         bool      `db:"is_room"`
 	CreatedAt      time.Time `db:"created_at"`
 	UpdatedAt      time.Time `db:"updated_at"`
 	LastActivityAt time.Time `db:"last_activity_at"`
 }
 
 const threadCols = `id, workspace_id, owner_id, title, model, role_id, agent_enabled, web_search, tts_enabled, image_enabled,
-	context_summary, notes, pinned, archived, active_leaf_id, title_state, num_ctx, compaction, created_at, updated_at, last_activity_at`
+	context_summary, notes, pinned, archived, active_leaf_id, title_state, num_ctx, compaction, is_room, created_at, updated_at, last_activity_at`
 
 // ThreadSummary is what the sidebar shows of a thread.
 type ThreadSummary struct {
@@ -68,11 +71,11 @@ func (d *DB) SidebarThreads(ctx context.Context, user, workspace int64, after *T
 	var rows pgx.Rows
 	if after == nil {
 		rows, err = d.q().Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
-			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived
+			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived AND NOT is_room
 			ORDER BY pinned DESC, last_activity_at DESC, id DESC LIMIT $3`, workspace, user, limit+1)
 	} else {
 		rows, err = d.q().Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
-			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived
+			WHERE workspace_id = $1 AND owner_id = $2 AND NOT archived AND NOT is_room
 			  AND (pinned, last_activity_at, id) < ($4, $5, $6)
 			ORDER BY pinned DESC, last_activity_at DESC, id DESC LIMIT $3`,
 			workspace, user, limit+1, after.Pinned, after.Activity, after.ID)

@@ -354,14 +354,14 @@ func (d *DB) DeleteMessage(ctx context.Context, user, message int64) (DeletedSub
 // workspaces.
 func (d *DB) MoveThread(ctx context.Context, user, thread, workspace int64) error {
 	return execOne(ctx, d.q(), `UPDATE threads SET workspace_id = $3, updated_at = now()
-		WHERE id = $1 AND owner_id = $2
+		WHERE id = $1 AND owner_id = $2 AND NOT is_room
 		AND EXISTS (SELECT 1 FROM workspaces WHERE id = $3 AND owner_id = $2 AND status = 'active')`, thread, user, workspace)
 }
 
 // ArchivedThreads lists a workspace's archived threads, newest activity first.
 func (d *DB) ArchivedThreads(ctx context.Context, user, workspace int64, limit int) ([]ThreadSummary, error) {
 	rows, err := d.q().Query(ctx, `SELECT id, title, pinned, last_activity_at FROM threads
-		WHERE workspace_id = $1 AND owner_id = $2 AND archived
+		WHERE workspace_id = $1 AND owner_id = $2 AND archived AND NOT is_room
 		ORDER BY last_activity_at DESC, id DESC LIMIT $3`, workspace, user, limit)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -505,6 +506,132 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 			}
 		}
 	}
+	// Rooms (issue 20): a fourth caller, a member of the owner's room. A
+	// room is reached by its members only (anyone else: 404); its changes
+	// are the owner's (a member: 403), but leaving.
+	member := testenv.NewClient(t, ts.URL)
+	member.Register("member@example.com", password)
+	memberUser, err := store.UserByEmail(ctx, "member@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRoom := func(name string) db.Room {
+		room, err := store.CreateRoom(ctx, u.ID, ws.ID, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.InviteRoomMember(ctx, u.ID, room.ID, "member@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		return room
+	}
+	theRoom := newRoom("Authz room")
+	ROOM := fmt.Sprint(theRoom.ID)
+	agentN := 0
+	newAgent := func() db.RoomAgent {
+		agentN++
+		a, err := store.AddRoomAgent(ctx, u.ID, theRoom.ID, db.RoomAgentInput{Name: fmt.Sprint("Agent", agentN), Model: "tiny:latest"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	AG := fmt.Sprint(newAgent().ID)
+	// An answer in the room asked by the owner (finished: the fake answers
+	// at once), with a pending approval and question: the member is
+	// neither its asker nor the owner.
+	if _, err := app.RT.RoomSend(ctx, u.ID, theRoom, "@Agent1 hi"); err != nil {
+		t.Fatal(err)
+	}
+	roomRun := waitIdle(t, store, u.ID, theRoom.ThreadID)
+	roomApproval, err := store.AddStep(ctx, roomRun.ID, db.StepApproval, db.StepPending, db.StepData{Tool: "write_file"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roomQuestion, err := store.AddStep(ctx, roomRun.ID, db.StepQuestion, db.StepPending,
+		db.StepData{Questions: []db.Question{{Text: "Which?", Options: []string{"a", "b"}, Recommended: -1}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	RUN := "/rooms/" + ROOM + "/runs/" + fmt.Sprint(roomRun.ID)
+	RAP, RQS := fmt.Sprint(roomApproval.ID), fmt.Sprint(roomQuestion.ID)
+	inviteForm := url.Values{}
+	freshInvitee := func() string {
+		inviteForm.Set("email", throwaway().Email) // the form is read after fresh runs
+		return "/rooms/" + ROOM + "/members"
+	}
+	freshRoomMember := func() string {
+		tu := throwaway()
+		if _, err := store.InviteRoomMember(ctx, u.ID, theRoom.ID, tu.Email); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("/rooms/%s/members/%d/remove", ROOM, tu.ID)
+	}
+	freshLeave := func() string { return fmt.Sprintf("/rooms/%d/leave", newRoom("Left").ID) }
+	freshAgent := func() string { return fmt.Sprintf("/rooms/%s/agents/%d/delete", ROOM, newAgent().ID) }
+	freshRoom := func() string { return fmt.Sprintf("/rooms/%d/delete", newRoom("Doomed").ID) }
+	type roomWant struct{ owner, member, other, anon any }
+	roomRoutes := []struct {
+		method, pattern, path string
+		form                  url.Values
+		fresh                 func() string
+		want                  roomWant
+	}{
+		{"GET", "/rooms", "/rooms", nil, nil, roomWant{200, 200, 200, login}},
+		{"POST", "/rooms", "/rooms", url.Values{"name": {"Mine"}}, nil, roomWant{303, 303, 303, login}},
+		{"GET", "/rooms/{id}", "/rooms/" + ROOM, nil, nil, roomWant{200, 200, 404, login}},
+		{"POST", "/rooms/{id}/messages", "/rooms/" + ROOM + "/messages", url.Values{"content": {"hello, room"}}, nil, roomWant{303, 303, 404, login}},
+		{"POST", "/rooms/{id}/members", "", inviteForm, freshInvitee, roomWant{303, 403, 404, login}},
+		{"POST", "/rooms/{id}/members/{user}/remove", "", nil, freshRoomMember, roomWant{303, 403, 404, login}},
+		{"POST", "/rooms/{id}/leave", "", nil, freshLeave, roomWant{409, "→/rooms", 404, login}},
+		{"POST", "/rooms/{id}/agents", "/rooms/" + ROOM + "/agents", url.Values{"name": {"Added"}, "model": {"tiny:latest"}}, nil, roomWant{303, 403, 404, login}},
+		{"GET", "/rooms/{id}/agents/{agent}", "/rooms/" + ROOM + "/agents/" + AG, nil, nil, roomWant{200, 403, 404, login}},
+		{"POST", "/rooms/{id}/agents/{agent}", "/rooms/" + ROOM + "/agents/" + AG, url.Values{"name": {"Renamed"}, "model": {"tiny:latest"}}, nil, roomWant{303, 403, 404, login}},
+		{"POST", "/rooms/{id}/agents/{agent}/delete", "", nil, freshAgent, roomWant{303, 403, 404, login}},
+		{"POST", "/rooms/{id}/settings", "/rooms/" + ROOM + "/settings", url.Values{"name": {"Authz room"}, "mention_depth": {"2"},
+			"summarize_at": {"80"}, "history_messages": {"0"}, "keep_recent": {"6"}}, nil, roomWant{303, 403, 404, login}},
+		{"POST", "/rooms/{id}/delete", "", url.Values{"confirm": {"Doomed"}}, freshRoom, roomWant{303, 403, 404, login}},
+		{"GET", "/rooms/{id}/events", "/rooms/" + ROOM + "/events", nil, nil, roomWant{200, 200, 404, login}},
+		{"POST", "/rooms/{id}/runs/{run}/stop", RUN + "/stop", nil, nil, roomWant{303, 403, 404, login}},
+		{"POST", "/rooms/{id}/runs/{run}/steps/{step}/decide", RUN + "/steps/" + RAP + "/decide", url.Values{"decision": {"once"}}, nil, roomWant{303, 403, 404, login}},
+		{"POST", "/rooms/{id}/runs/{run}/steps/{step}/answer", RUN + "/steps/" + RQS + "/answer", url.Values{"a0": {"b"}}, nil, roomWant{303, 403, 404, login}},
+	}
+	for _, rt := range roomRoutes {
+		covered[rt.method+" "+rt.pattern] = true
+		for _, caller := range []struct {
+			name   string
+			client *testenv.Client
+			want   any
+		}{{"anonymous", anon, rt.want.anon}, {"other user", other, rt.want.other}, {"member", member, rt.want.member}, {"owner", owner, rt.want.owner}} {
+			path := rt.path
+			if rt.fresh != nil {
+				path = rt.fresh()
+			}
+			var r testenv.Response
+			if rt.pattern == "/rooms/{id}/events" {
+				r = openOnly(t, caller.client, path) // a room's stream never ends by itself
+			} else {
+				r = caller.client.Do(rt.method, path, rt.form)
+			}
+			switch w := caller.want.(type) {
+			case int:
+				if r.StatusCode != w {
+					t.Errorf("%s %s as %s = %d, want %d", rt.method, path, caller.name, r.StatusCode, w)
+				}
+			case string:
+				if r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != strings.TrimPrefix(w, "→") {
+					t.Errorf("%s %s as %s = %d %q, want a redirect %s", rt.method, path, caller.name, r.StatusCode, r.Header.Get("Location"), w)
+				}
+			}
+			if r.StatusCode == http.StatusNotFound && strings.Contains(r.Body, "Authz room") {
+				t.Errorf("%s %s as %s: the 404 page shows the room", rt.method, path, caller.name)
+			}
+		}
+	}
+	if _, err := store.RoomForMember(ctx, memberUser.ID, theRoom.ID); err != nil {
+		t.Errorf("the member lost the room along the table: %v", err)
+	}
+
 	// The API (issue 19): called with the owner's token, the other user's
 	// token, and none. The owner's objects (workspace, knowledge base) named
 	// with the other user's token are a 404; no token is a 401.
@@ -581,4 +708,27 @@ func waitIdle(t *testing.T, store *db.DB, user, thread int64) db.Run {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// openOnly GETs path and answers its status and headers, closing the
+// response once they arrived (a room's event stream lasts as long as the
+// room); an error page's body is read.
+func openOnly(t *testing.T, c *testenv.Client, path string) testenv.Response {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	var body []byte
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		body, _ = io.ReadAll(resp.Body)
+	}
+	return testenv.Response{Response: resp, Body: string(body)}
 }

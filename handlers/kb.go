@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,6 +26,7 @@ type kbStore interface {
 	Document(ctx context.Context, user, id int64) (db.Document, error)
 	DeleteDocument(ctx context.Context, user, id int64) error
 	Message(ctx context.Context, user, id int64) (db.Message, error)
+	RoomMessageForMember(ctx context.Context, user, id int64) (db.Message, error)
 }
 
 // knowledge is what the knowledge base pages need from package rag, which
@@ -212,6 +214,10 @@ func (h *kbs) source(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := h.store.Message(r.Context(), u.ID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		// An answer in a room: its members open its citations too.
+		m, err = h.store.RoomMessageForMember(r.Context(), u.ID, id)
+	}
 	if err != nil {
 		storeError(w, r, err)
 		return

@@ -144,7 +144,15 @@ func parseRole(r *http.Request) (f views.RoleForm, in db.RoleInput, msg string) 
 	case utf8.RuneCountInString(in.Prompt) > maxPromptRunes:
 		return f, in, "The prompt is longer than 20,000 characters."
 	}
-	p := &in.Params
+	if errs := parseParams(f, &in.Params); len(errs) > 0 {
+		return f, in, "Not saved: " + strings.Join(errs, "; ") + "."
+	}
+	return f, in, ""
+}
+
+// parseParams reads a role form's generation settings (also a room
+// agent's) into p, and lists what is wrong with them.
+func parseParams(f views.RoleForm, p *db.RoleParams) []string {
 	var errs []string
 	floatParam(f.Temperature, "Temperature", 0, 2, &p.Temperature, &errs)
 	floatParam(f.TopP, "Top P", 0, 1, &p.TopP, &errs)
@@ -170,10 +178,7 @@ func parseRole(r *http.Request) (f views.RoleForm, in db.RoleInput, msg string) 
 			break
 		}
 	}
-	if len(errs) > 0 {
-		return f, in, "Not saved: " + strings.Join(errs, "; ") + "."
-	}
-	return f, in, ""
+	return errs
 }
 
 func floatParam(s, name string, lo, hi float64, dst **float64, errs *[]string) {

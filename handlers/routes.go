@@ -168,6 +168,9 @@ type endpoints struct {
 	models     *modelPages
 	api        *apiEndpoints // the OpenAI-compatible API (issue 19)
 	tokens     *tokenPages   // API tokens on /settings (issue 19)
+	rooms      *roomPages    // rooms (issue 20)
+	roomLive   *roomStreams  // a room's one event stream (issue 20)
+	roomRuns   *roomRuns     // Stop, approvals and questions of a room's answers
 }
 
 // newEndpoints builds every handler once. The shell (the page frame) and
@@ -212,8 +215,12 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		users: &adminUsers{store: store, runs: rt, blobs: med, streams: sh.streams, shell: shell,
 			workspaceRoot: ag.Root, publicURL: cfg.PublicURL},
 		account: acc,
+		rooms:   &roomPages{store: store, shell: shell, rt: rt, tools: tools, blobs: med},
 		models: &modelPages{store: store, models: models, manager: rt.Pulls(), shell: shell, streams: sh.streams,
 			sessions: sh.sessions, closing: sh.closing},
+		roomLive: &roomStreams{store: store, rt: rt, models: models, closing: sh.closing, streams: sh.streams,
+			sessions: sh.sessions},
+		roomRuns: &roomRuns{store: store, rt: rt},
 	}
 }
 
@@ -267,9 +274,10 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 		r.Get("/reset/{token}", e.account.showReset)
 		r.Post("/reset/{token}", e.account.reset)
 		r.Group(func(r chi.Router) {
-			r.Use(requireUser)
+			r.Use(requireUser, hideRoomThreads(e.store))
 			e.conversationRoutes(r)
 			e.libraryRoutes(r)
+			e.roomRoutes(r)
 		})
 	})
 	// Share links (issue 18): read by anyone with the token, so no session is
@@ -287,7 +295,7 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	r.Group(func(r chi.Router) {
 		withFiles := int64(e.fileLimits.MaxFiles)*e.fileLimits.MaxFileBytes + e.cfg.MaxBodyBytes + 1<<20
 		r.Use(capBodyFiles(e.cfg.MaxBodyBytes, withFiles), writeDeadline(2*time.Minute),
-			e.sessions.LoadAndSave, e.auth.withUser, requireUser)
+			e.sessions.LoadAndSave, e.auth.withUser, requireUser, hideRoomThreads(e.store))
 		r.Post("/t", e.threads.create)
 		r.Post("/t/{id}/messages", e.threads.append)
 	})
@@ -316,8 +324,9 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	})
 	// Event streams: signed in, but no write deadline (they last a run).
 	r.Group(func(r chi.Router) {
-		r.Use(capBody(e.cfg.MaxBodyBytes), e.sessions.LoadAndSave, e.auth.withUser, requireUser)
+		r.Use(capBody(e.cfg.MaxBodyBytes), e.sessions.LoadAndSave, e.auth.withUser, requireUser, hideRoomThreads(e.store))
 		r.Get("/runs/{id}/events", e.runs.events)
+		r.Get("/rooms/{id}/events", e.roomLive.events)
 		r.With(requireAdmin).Get("/admin/models/pulls/{id}/events", e.models.events)
 	})
 	return r
@@ -370,6 +379,31 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Post("/workspaces/{id}/rename", ws.rename)
 	r.Post("/workspaces/{id}/archive", ws.archive)
 	r.Post("/workspaces/{id}/model", ws.setModel)
+}
+
+// roomRoutes are the pages and actions of rooms (issue 20). Every one reads
+// the room through the user's membership first: a room that is not theirs
+// is a 404. Changes are the owner's, but leaving.
+func (e *endpoints) roomRoutes(r chi.Router) {
+	rm := e.rooms
+	r.Get("/rooms", rm.list)
+	r.Post("/rooms", rm.create)
+	r.Get("/rooms/{id}", rm.show)
+	r.Post("/rooms/{id}/messages", rm.send)
+	r.Post("/rooms/{id}/members", rm.invite)
+	r.Post("/rooms/{id}/members/{user}/remove", rm.remove)
+	r.Post("/rooms/{id}/leave", rm.leave)
+	r.Post("/rooms/{id}/agents", rm.addAgent)
+	r.Get("/rooms/{id}/agents/{agent}", rm.showAgent)
+	r.Post("/rooms/{id}/agents/{agent}", rm.updateAgent)
+	r.Post("/rooms/{id}/agents/{agent}/delete", rm.deleteAgent)
+	r.Post("/rooms/{id}/settings", rm.saveSettings)
+	r.Post("/rooms/{id}/delete", rm.delete)
+	// An answer's controls: Stop by its asker or the owner, its approvals
+	// and questions by its asker (rooms_runs.go).
+	r.Post("/rooms/{id}/runs/{run}/stop", e.roomRuns.stop)
+	r.Post("/rooms/{id}/runs/{run}/steps/{step}/decide", e.roomRuns.decide)
+	r.Post("/rooms/{id}/runs/{run}/steps/{step}/answer", e.roomRuns.answer)
 }
 
 // libraryRoutes are the signed-in pages and actions around conversations:

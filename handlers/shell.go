@@ -24,11 +24,16 @@ const sessionFlash = "flash"
 // sidebarPageSize is how many threads one sidebar page shows.
 const sidebarPageSize = 50
 
+// sidebarRooms is how many of the user's rooms the sidebar lists (all of
+// them are on /rooms).
+const sidebarRooms = 100
+
 type shellStore interface {
 	Workspace(ctx context.Context, user, id int64) (db.Workspace, error)
 	DefaultWorkspace(ctx context.Context, user int64) (db.Workspace, error)
 	Workspaces(ctx context.Context, user int64) ([]db.Workspace, error)
 	SidebarThreads(ctx context.Context, user, workspace int64, after *db.ThreadCursor, limit int) ([]db.ThreadSummary, *db.ThreadCursor, error)
+	MemberRooms(ctx context.Context, user int64, limit int) ([]db.RoomSummary, error)
 }
 
 type modelCatalog interface {
@@ -80,9 +85,13 @@ func (s *shell) build(ctx context.Context, u db.User, ws db.Workspace, activeThr
 	if err != nil {
 		return views.Shell{}, err
 	}
+	rooms, err := s.store.MemberRooms(ctx, u.ID, sidebarRooms)
+	if err != nil {
+		return views.Shell{}, err
+	}
 	models := s.models.ChatModels(ctx)
 	return views.Shell{
-		Title: title, User: u, Workspace: ws, Workspaces: all, Threads: threads,
+		Title: title, User: u, Workspace: ws, Workspaces: all, Threads: threads, Rooms: rooms,
 		NextPage: sidebarPageURL(ws.ID, next), ActiveID: activeThread,
 		Models: models, ModelWhere: s.where(models), Notice: s.models.Problem(ctx),
 		Flash: s.sessions.PopString(ctx, sessionFlash),

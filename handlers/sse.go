@@ -3,8 +3,12 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -39,8 +43,24 @@ func startEventStream(w http.ResponseWriter) (*eventStream, error) {
 }
 
 // send writes one event; an empty name writes an unnamed one.
-func (s *eventStream) send(event, data string) error {
+func (s *eventStream) send(event, data string) error { return s.frame(event, -1, data) }
+
+// sendWithID writes one event with an id (a number: it can carry no line
+// break). A browser whose connection drops reconnects by itself and sends
+// the last id it received back as the Last-Event-ID header.
+func (s *eventStream) sendWithID(event string, id int64, data string) error {
+	return s.frame(event, max(id, 0), data)
+}
+
+// frame writes one event: its name (empty: none), its id (negative: none)
+// and every line of data.
+func (s *eventStream) frame(event string, id int64, data string) error {
 	s.out.Reset()
+	if id >= 0 {
+		s.out.WriteString("id: ")
+		s.out.WriteString(strconv.FormatInt(id, 10))
+		s.out.WriteByte('\n')
+	}
 	if event != "" {
 		s.out.WriteString("event: ")
 		s.out.WriteString(event)
@@ -94,4 +114,55 @@ func (s *eventStream) write(b []byte) error {
 // such events, JSON on one line each, then "data: [DONE]".
 func (s *eventStream) sendData(data string) error {
 	return s.send("", data)
+}
+
+// errStreamEnded is a muxStream's answer once it has ended: the browser
+// left (a write failed) or its last event was sent.
+var errStreamEnded = errors.New("event stream ended")
+
+// muxStream lets several goroutines write one event stream (a room's: one
+// per answer being written, and the room's own loop): each event is
+// written whole, one at a time. After a failed write or end, every write
+// fails with errStreamEnded.
+type muxStream struct {
+	mu    sync.Mutex
+	es    *eventStream
+	ended bool
+}
+
+func (m *muxStream) send(event, data string) error {
+	return m.write(func() error { return m.es.send(event, data) })
+}
+
+func (m *muxStream) sendWithID(event string, id int64, data string) error {
+	return m.write(func() error { return m.es.sendWithID(event, id, data) })
+}
+
+func (m *muxStream) comment() error { return m.write(m.es.comment) }
+
+// end sends a last event; nothing is written after it.
+func (m *muxStream) end(event, data string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ended {
+		return errStreamEnded
+	}
+	m.ended = true
+	if err := m.es.send(event, data); err != nil {
+		return fmt.Errorf("%w: %w", errStreamEnded, err)
+	}
+	return nil
+}
+
+func (m *muxStream) write(fn func() error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ended {
+		return errStreamEnded
+	}
+	if err := fn(); err != nil {
+		m.ended = true
+		return fmt.Errorf("%w: %w", errStreamEnded, err)
+	}
+	return nil
 }

@@ -376,3 +376,82 @@ acceptFileDrops("form[data-drop]", (form, files) => {
     box.append(chip);
   });
 })();
+
+// Rooms (issue 20): the room's one stream and the composer's mentions.
+(() => {
+  "use strict";
+
+  // A room's stream (views.RoomLive) appends each new message. After a
+  // reconnection it sends again the messages from just before the oldest
+  // answer still being written: one the page already shows replaces it
+  // (a placeholder by its final form) instead of appearing twice.
+  document.addEventListener("htmx:sseBeforeMessage", (event) => {
+    const msg = event.detail;
+    if (!msg || msg.type !== "room-append") return;
+    const tpl = document.createElement("template");
+    tpl.innerHTML = msg.data;
+    const first = tpl.content.firstElementChild;
+    const old = first && first.id ? document.getElementById(first.id) : null;
+    if (!old) return;
+    event.preventDefault();
+    htmx.swap(old, msg.data, { swapStyle: "outerHTML", swapDelay: 0, settleDelay: 0 });
+  });
+
+  // Mention suggestions: in a composer holding a list of the room's agents
+  // (views.MentionSuggestions, hidden), typing "@" and the start of a name
+  // shows the agents whose names start so; a click, Tab or Enter puts
+  // "@Name " in place of what was typed, Escape hides the list.
+  const listOf = (box) => box.form && box.form.querySelector("[data-mention-list]");
+  const typed = (box) => {
+    const m = /(^|[^\w@])@([A-Za-z0-9_-]*)$/.exec(box.value.slice(0, box.selectionStart));
+    return m ? m[2] : null;
+  };
+  const shown = (list) => [...list.querySelectorAll("[data-mention]")].filter((b) => !b.hidden);
+  const hide = (list) => { list.hidden = true; };
+  const update = (box) => {
+    const list = listOf(box);
+    if (!list) return;
+    const prefix = typed(box);
+    if (prefix === null) return hide(list);
+    let any = false;
+    list.querySelectorAll("[data-mention]").forEach((b) => {
+      b.hidden = !b.dataset.mention.toLowerCase().startsWith(prefix.toLowerCase());
+      any = any || !b.hidden;
+    });
+    list.hidden = !any;
+  };
+  const insert = (box, name) => {
+    const prefix = typed(box);
+    if (prefix === null) return;
+    const at = box.selectionStart - prefix.length - 1; // the "@"
+    box.setRangeText("@" + name + " ", at, box.selectionStart, "end");
+    box.focus();
+    hide(listOf(box));
+  };
+  document.addEventListener("input", (event) => {
+    if (event.target instanceof HTMLTextAreaElement) update(event.target);
+  });
+  document.addEventListener("click", (event) => {
+    const b = event.target.closest && event.target.closest("[data-mention]");
+    const box = b && b.form && b.form.querySelector("textarea");
+    if (box) insert(box, b.dataset.mention);
+  });
+  // Capture phase: before the composer's Enter-sends and Escape-stops.
+  document.addEventListener("keydown", (event) => {
+    const box = event.target;
+    if (!(box instanceof HTMLTextAreaElement)) return;
+    const list = listOf(box);
+    if (!list || list.hidden || event.isComposing) return;
+    if (event.key === "Escape") {
+      hide(list);
+    } else if (event.key === "Tab" || event.key === "Enter") {
+      const first = shown(list)[0];
+      if (!first) return;
+      insert(box, first.dataset.mention);
+    } else {
+      return;
+    }
+    event.preventDefault();
+    event.stopImmediatePropagation();
+  }, true);
+})();

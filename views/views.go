@@ -21,8 +21,10 @@ type Shell struct {
 	Workspace  db.Workspace   // the workspace the sidebar shows
 	Workspaces []db.Workspace // for the switcher
 	Threads    []db.ThreadSummary
-	NextPage   string // URL of the next sidebar page, empty on the last
-	ActiveID   int64  // the thread being shown, if any
+	NextPage   string           // URL of the next sidebar page, empty on the last
+	ActiveID   int64            // the thread being shown, if any
+	Rooms      []db.RoomSummary // the rooms the user is in (issue 20)
+	ActiveRoom int64            // the room being shown, if any
 	Models     []string
 	ModelWhere map[string]string // the servers a model is on, when there are several ("gpu1, gpu2")
 	Notice     string            // a banner (for example: the model server is unreachable)
