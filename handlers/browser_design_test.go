@@ -231,13 +231,13 @@ func TestBrowserMessageActionsAreLabelledIconButtonsShownOnHoverFocusAndTouch(t 
 	u := newDSUI(t)
 	u.open(u.thread, dsLaptop, "light")
 
-	// Icon buttons: a name for screen readers, a tooltip, an icon, no text
-	// to run into the next one, none overlapping another.
+	// Icon buttons: a name for screen readers (shown as their tooltip), an
+	// icon, no text to run into the next one, none overlapping another.
 	if got := u.str(`[...document.querySelectorAll(".message-actions :is(button, summary)")]
 		.filter((b) => !b.closest(".popover-card, .edit-form"))
-		.filter((b) => !b.getAttribute("aria-label") || !b.title || !b.querySelector("svg.icon") || b.textContent.trim() !== "")
+		.filter((b) => !b.getAttribute("aria-label") || !b.querySelector("svg use") || b.textContent.trim() !== "")
 		.map((b) => b.dataset.testid || b.outerHTML.slice(0, 60)).join("; ")`); got != "" {
-		t.Errorf("message actions without a label, tooltip or icon, or with text: %s", got)
+		t.Errorf("message actions without a label or an icon, or with text: %s", got)
 	}
 	if got := u.str(`[...document.querySelectorAll(".message-actions")].flatMap((row) => {
 		const rs = [...row.querySelectorAll(":scope > :is(button, details, form) :is(button, summary), :scope > :is(button, summary)")]
@@ -266,6 +266,9 @@ func TestBrowserMessageActionsAreLabelledIconButtonsShownOnHoverFocusAndTouch(t 
 		waitFor(`document.activeElement?.closest(".message-actions") && document.activeElement.closest("[data-testid=message]") === document.querySelector('[data-testid=message][data-role=assistant]') && `+dsActions+` === "1"`))
 	if got := u.str(`document.activeElement.dataset.testid`); got != "copy-message" {
 		t.Errorf("the first action Tab reaches is %q, want copy-message", got)
+	}
+	if got := u.str(`getComputedStyle(document.activeElement, "::after").content`); got != `"Copy message"` {
+		t.Errorf("the focused action's tooltip reads %s, want its label", got)
 	}
 	u.do("tab on to regenerate", chromedp.KeyEvent(kb.Tab), waitFor(`document.activeElement?.dataset.testid === "regenerate"`))
 

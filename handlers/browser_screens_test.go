@@ -59,6 +59,10 @@ func scScript(req *api.ChatRequest) fakeollama.Reply {
 		}
 		return fakeollama.Reply{Chunks: []string{"Notes"}}
 	}
+	if strings.Contains(last, "haiku") {
+		// A run still writing: its answer stays a placeholder.
+		return fakeollama.Reply{Chunks: []string{"Warp threads wait in rows;\n", "the shuttle crosses, "}, Hang: true}
+	}
 	if strings.Contains(last, "worker pool") {
 		return fakeollama.Reply{Chunks: strings.SplitAfter(scLongAnswer, "\n")}
 	}
@@ -112,10 +116,16 @@ func scSeed(t *testing.T, app *testenv.App) []scScreen {
 	if r := c.Post("/memory", url.Values{"fact": {"I write Go for a living and prefer short answers."}}); r.StatusCode >= 400 {
 		t.Fatalf("remember: %d", r.StatusCode)
 	}
+	r = c.Post("/t", url.Values{"workspace_id": {fmt.Sprint(ws.ID)}, "content": {"Write a haiku about looms."}})
+	var running int64
+	if _, err := fmt.Sscanf(r.Header.Get("Location"), "/t/%d", &running); err != nil {
+		t.Fatalf("start a run: %d %q", r.StatusCode, r.Header.Get("Location"))
+	}
 	w := fmt.Sprint(ws.ID)
 	return []scScreen{
 		{"home", "/"},
 		{"thread", fmt.Sprintf("/t/%d", thread)},
+		{"running", fmt.Sprintf("/t/%d", running)},
 		{"kb", "/kb"},
 		{"kb-page", fmt.Sprintf("/kb/%d", kb)},
 		{"settings", "/settings"},
@@ -274,6 +284,17 @@ func TestBrowserEveryMainPageFitsAPhoneAndALaptopInBothThemesWithoutSeriousAcces
 			do("scroll to the end of the thread", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`),
 				waitFor(`innerHeight + scrollY >= document.body.scrollHeight - 2`))
 			shoot("thread-end" + v.suffix)
+			// The header's panel and menu, open.
+			do("open the Context panel", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`), click(`[data-testid=thread-settings] > summary`),
+				waitFor(`document.querySelector("[data-testid=thread-settings-form]").checkVisibility()`))
+			shoot("thread-context" + v.suffix)
+			do("open the thread's menu", click(`[data-testid=thread-settings] > summary`), click(`details.thread-actions > summary`),
+				waitFor(`document.querySelector("[data-testid=rename-form]").checkVisibility()`))
+			for _, a := range scAudit(ctx, t) {
+				t.Errorf("thread with its menu open%s: axe-core %s (%s): %s\n\t%s", v.suffix, a.ID, a.Impact, a.Help, strings.Join(a.Nodes, "\n\t"))
+			}
+			shoot("thread-menu" + v.suffix)
+			do("close the menu", click(`details.thread-actions > summary`))
 			if v.size.phone {
 				do("open the drawer", click(`[data-drawer-open]`), waitFor(`document.querySelector(".app").dataset.drawer === "open" && document.activeElement?.matches(".drawer-close")`))
 				for _, a := range scAudit(ctx, t) {

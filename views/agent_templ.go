@@ -1677,7 +1677,7 @@ func ComposerAgent(c ComposerData) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 150, "<span class=\"chip-text\">Agent</span></label> <details class=\"agent-info popover\"><summary class=\"icon-btn\" aria-label=\"Tools of the agent\" title=\"What the agent may use\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 150, "<span class=\"chip-text\">Agent</span></label> <details class=\"agent-info popover\"><summary class=\"icon-btn\" aria-label=\"Tools of the agent\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -10,14 +10,17 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 // Icons: one inline SVG sprite per page (IconSprite, in Page), and Icon
-// referring to a symbol of it. The sprite is part of the document, so the
+// referring to a symbol of it. An icon button's tooltip is its aria-label,
+// drawn by app.css (no title attribute: it would repeat the label in every
+// message's HTML, and a title shows neither on keyboard focus nor on touch). The sprite is part of the document, so the
 // CSP (no inline script, no inline style) is untouched and no request is
 // added; an icon costs about 80 bytes of HTML where it is used. Icons are
 // drawn on a 24×24 grid with a 2 px round stroke in currentColor, so they
 // take the colour of the control they sit in. They are decoration: the
 // control around them carries the name (aria-label, or text).
 
-// Icon is the symbol name of the sprite, aria-hidden.
+// Icon is the symbol name of the sprite, hidden from assistive technology
+// (the control around it carries the name).
 func Icon(name string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -35,20 +38,62 @@ func Icon(name string) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<svg class=\"icon\" aria-hidden=\"true\" focusable=\"false\"><use href=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<svg class=\"icon\" aria-hidden=\"true\"><use href=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var2 string
 		templ_7745c5c3_Var2, templ_7745c5c3_Err = templruntime.NewAttributeExpression("#i-" + name).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/icons.templ`, Line: 13, Col: 80}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/icons.templ`, Line: 16, Col: 62}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var2)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\"></use></svg>")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		return nil
+	})
+}
+
+// ButtonIcon is Icon inside a <button>, as short as it can be (every
+// message has several): a button's children are presentational (ARIA), so
+// aria-hidden would say it again, and app.css styles any svg that is a
+// button's child as an icon.
+func ButtonIcon(name string) templ.Component {
+	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
+		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
+		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
+			return templ_7745c5c3_CtxErr
+		}
+		templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
+		if !templ_7745c5c3_IsBuffer {
+			defer func() {
+				templ_7745c5c3_BufErr := templruntime.ReleaseBuffer(templ_7745c5c3_Buffer)
+				if templ_7745c5c3_Err == nil {
+					templ_7745c5c3_Err = templ_7745c5c3_BufErr
+				}
+			}()
+		}
+		ctx = templ.InitializeContext(ctx)
+		ctx = templ.ClearChildren(ctx)
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<svg><use href=\"")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		var templ_7745c5c3_Var4 string
+		templ_7745c5c3_Var4, templ_7745c5c3_Err = templruntime.NewAttributeExpression("#i-" + name).ResolveURL(ctx)
+		if templ_7745c5c3_Err != nil {
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/icons.templ`, Line: 24, Col: 30}
+		}
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var4)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "\"></use></svg>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -74,7 +119,7 @@ func IconSprite() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<svg class=\"sprite\" aria-hidden=\"true\" focusable=\"false\"><symbol id=\"i-menu\" viewBox=\"0 0 24 24\"><path d=\"M4 6h16M4 12h16M4 18h16\"></path></symbol> <symbol id=\"i-close\" viewBox=\"0 0 24 24\"><path d=\"M6 6l12 12M18 6L6 18\"></path></symbol> <symbol id=\"i-plus\" viewBox=\"0 0 24 24\"><path d=\"M12 5v14M5 12h14\"></path></symbol> <symbol id=\"i-new\" viewBox=\"0 0 24 24\"><path d=\"M12 4H6a2 2 0 0 0-2 2v12a2 2 0 0 0 2 2h12a2 2 0 0 0 2-2v-6\"></path><path d=\"M17.6 3.6a2 2 0 0 1 2.8 2.8L12 14.8l-3.6.8.8-3.6z\"></path></symbol> <symbol id=\"i-search\" viewBox=\"0 0 24 24\"><circle cx=\"11\" cy=\"11\" r=\"7\"></circle><path d=\"M20 20l-3.5-3.5\"></path></symbol> <symbol id=\"i-sun\" viewBox=\"0 0 24 24\"><circle cx=\"12\" cy=\"12\" r=\"4\"></circle><path d=\"M12 2v2M12 20v2M4.9 4.9l1.4 1.4M17.7 17.7l1.4 1.4M2 12h2M20 12h2M4.9 19.1l1.4-1.4M17.7 6.3l1.4-1.4\"></path></symbol> <symbol id=\"i-moon\" viewBox=\"0 0 24 24\"><path d=\"M20.5 14.1A8.5 8.5 0 1 1 9.9 3.5a6.6 6.6 0 0 0 10.6 10.6z\"></path></symbol> <symbol id=\"i-copy\" viewBox=\"0 0 24 24\"><rect x=\"9\" y=\"9\" width=\"11\" height=\"11\" rx=\"2\"></rect><path d=\"M5 15H4.5A1.5 1.5 0 0 1 3 13.5v-9A1.5 1.5 0 0 1 4.5 3h9A1.5 1.5 0 0 1 15 4.5V5\"></path></symbol> <symbol id=\"i-check\" viewBox=\"0 0 24 24\"><path d=\"M20 6L9 17l-5-5\"></path></symbol> <symbol id=\"i-edit\" viewBox=\"0 0 24 24\"><path d=\"M12 20h8\"></path><path d=\"M16.4 3.6a2 2 0 0 1 2.9 2.9L7 18.8l-3.8.9.9-3.8z\"></path></symbol> <symbol id=\"i-regenerate\" viewBox=\"0 0 24 24\"><path d=\"M20 12a8 8 0 1 1-2.3-5.7\"></path><path d=\"M20 4v5h-5\"></path></symbol> <symbol id=\"i-speaker\" viewBox=\"0 0 24 24\"><path d=\"M11 5L6 9H3v6h3l5 4z\"></path><path d=\"M15.5 8.5a5 5 0 0 1 0 7M18.5 5.5a9 9 0 0 1 0 13\"></path></symbol> <symbol id=\"i-tag\" viewBox=\"0 0 24 24\"><path d=\"M20.6 13.4l-7.2 7.2a2 2 0 0 1-2.8 0L3 13V3h10l7.6 7.6a2 2 0 0 1 0 2.8z\"></path><circle cx=\"7.5\" cy=\"7.5\" r=\"1.2\"></circle></symbol> <symbol id=\"i-branch\" viewBox=\"0 0 24 24\"><circle cx=\"6\" cy=\"5\" r=\"2\"></circle><circle cx=\"6\" cy=\"19\" r=\"2\"></circle><circle cx=\"18\" cy=\"7\" r=\"2\"></circle><path d=\"M6 7v10M18 9a7 7 0 0 1-7 7H8\"></path></symbol> <symbol id=\"i-trash\" viewBox=\"0 0 24 24\"><path d=\"M4 7h16M9 7V4.5A1.5 1.5 0 0 1 10.5 3h3A1.5 1.5 0 0 1 15 4.5V7M6 7l1 12.5A1.5 1.5 0 0 0 8.5 21h7a1.5 1.5 0 0 0 1.5-1.5L18 7M10 11v6M14 11v6\"></path></symbol> <symbol id=\"i-chevron-left\" viewBox=\"0 0 24 24\"><path d=\"M15 18l-6-6 6-6\"></path></symbol> <symbol id=\"i-chevron-right\" viewBox=\"0 0 24 24\"><path d=\"M9 18l6-6-6-6\"></path></symbol> <symbol id=\"i-chevron-down\" viewBox=\"0 0 24 24\"><path d=\"M6 9l6 6 6-6\"></path></symbol> <symbol id=\"i-send\" viewBox=\"0 0 24 24\"><path d=\"M12 19V5M5.5 11.5L12 5l6.5 6.5\"></path></symbol> <symbol id=\"i-stop\" viewBox=\"0 0 24 24\"><rect x=\"7\" y=\"7\" width=\"10\" height=\"10\" rx=\"1.5\"></rect></symbol> <symbol id=\"i-attach\" viewBox=\"0 0 24 24\"><path d=\"M20.5 11.5l-8.4 8.4a5.5 5.5 0 0 1-7.8-7.8l8.4-8.4a3.7 3.7 0 0 1 5.2 5.2l-8.4 8.4a1.8 1.8 0 0 1-2.6-2.6l7.8-7.8\"></path></symbol> <symbol id=\"i-share\" viewBox=\"0 0 24 24\"><path d=\"M12 3v12M7.5 7.5L12 3l4.5 4.5\"></path><path d=\"M5 13v6a2 2 0 0 0 2 2h10a2 2 0 0 0 2-2v-6\"></path></symbol> <symbol id=\"i-more\" viewBox=\"0 0 24 24\"><circle cx=\"5\" cy=\"12\" r=\"1.3\"></circle><circle cx=\"12\" cy=\"12\" r=\"1.3\"></circle><circle cx=\"19\" cy=\"12\" r=\"1.3\"></circle></symbol> <symbol id=\"i-sliders\" viewBox=\"0 0 24 24\"><path d=\"M4 7h10M18 7h2M4 17h2M10 17h10\"></path><circle cx=\"16\" cy=\"7\" r=\"2\"></circle><circle cx=\"8\" cy=\"17\" r=\"2\"></circle></symbol> <symbol id=\"i-image\" viewBox=\"0 0 24 24\"><rect x=\"3\" y=\"4\" width=\"18\" height=\"16\" rx=\"2\"></rect><circle cx=\"9\" cy=\"10\" r=\"1.5\"></circle><path d=\"M21 16l-5-5-9 9\"></path></symbol> <symbol id=\"i-book\" viewBox=\"0 0 24 24\"><path d=\"M4 5.5A2.5 2.5 0 0 1 6.5 3H20v15H6.5A2.5 2.5 0 0 0 4 20.5z\"></path><path d=\"M4 20.5A2.5 2.5 0 0 0 6.5 23H20v-5\"></path></symbol> <symbol id=\"i-globe\" viewBox=\"0 0 24 24\"><circle cx=\"12\" cy=\"12\" r=\"9\"></circle><path d=\"M3 12h18M12 3c2.5 2.6 3.8 5.6 3.8 9s-1.3 6.4-3.8 9c-2.5-2.6-3.8-5.6-3.8-9S9.5 5.6 12 3z\"></path></symbol> <symbol id=\"i-agent\" viewBox=\"0 0 24 24\"><path d=\"M12 3l1.8 4.9L18.7 9.7l-4.9 1.8L12 16.4l-1.8-4.9L5.3 9.7l4.9-1.8z\"></path><path d=\"M18.5 15.5l.8 2.2 2.2.8-2.2.8-.8 2.2-.8-2.2-2.2-.8 2.2-.8z\"></path></symbol> <symbol id=\"i-continue\" viewBox=\"0 0 24 24\"><path d=\"M7 5l11 7-11 7z\"></path></symbol> <symbol id=\"i-logout\" viewBox=\"0 0 24 24\"><path d=\"M9 21H5a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2h4M16 17l5-5-5-5M21 12H9\"></path></symbol> <symbol id=\"i-pin\" viewBox=\"0 0 24 24\"><path d=\"M9 4h6l-1 6 3 3H7l3-3zM12 13v8\"></path></symbol></svg>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<svg class=\"sprite\" aria-hidden=\"true\" focusable=\"false\"><symbol id=\"i-menu\" viewBox=\"0 0 24 24\"><path d=\"M4 6h16M4 12h16M4 18h16\"></path></symbol> <symbol id=\"i-close\" viewBox=\"0 0 24 24\"><path d=\"M6 6l12 12M18 6L6 18\"></path></symbol> <symbol id=\"i-plus\" viewBox=\"0 0 24 24\"><path d=\"M12 5v14M5 12h14\"></path></symbol> <symbol id=\"i-new\" viewBox=\"0 0 24 24\"><path d=\"M12 4H6a2 2 0 0 0-2 2v12a2 2 0 0 0 2 2h12a2 2 0 0 0 2-2v-6\"></path><path d=\"M17.6 3.6a2 2 0 0 1 2.8 2.8L12 14.8l-3.6.8.8-3.6z\"></path></symbol> <symbol id=\"i-search\" viewBox=\"0 0 24 24\"><circle cx=\"11\" cy=\"11\" r=\"7\"></circle><path d=\"M20 20l-3.5-3.5\"></path></symbol> <symbol id=\"i-sun\" viewBox=\"0 0 24 24\"><circle cx=\"12\" cy=\"12\" r=\"4\"></circle><path d=\"M12 2v2M12 20v2M4.9 4.9l1.4 1.4M17.7 17.7l1.4 1.4M2 12h2M20 12h2M4.9 19.1l1.4-1.4M17.7 6.3l1.4-1.4\"></path></symbol> <symbol id=\"i-moon\" viewBox=\"0 0 24 24\"><path d=\"M20.5 14.1A8.5 8.5 0 1 1 9.9 3.5a6.6 6.6 0 0 0 10.6 10.6z\"></path></symbol> <symbol id=\"i-copy\" viewBox=\"0 0 24 24\"><rect x=\"9\" y=\"9\" width=\"11\" height=\"11\" rx=\"2\"></rect><path d=\"M5 15H4.5A1.5 1.5 0 0 1 3 13.5v-9A1.5 1.5 0 0 1 4.5 3h9A1.5 1.5 0 0 1 15 4.5V5\"></path></symbol> <symbol id=\"i-check\" viewBox=\"0 0 24 24\"><path d=\"M20 6L9 17l-5-5\"></path></symbol> <symbol id=\"i-edit\" viewBox=\"0 0 24 24\"><path d=\"M12 20h8\"></path><path d=\"M16.4 3.6a2 2 0 0 1 2.9 2.9L7 18.8l-3.8.9.9-3.8z\"></path></symbol> <symbol id=\"i-regenerate\" viewBox=\"0 0 24 24\"><path d=\"M20 12a8 8 0 1 1-2.3-5.7\"></path><path d=\"M20 4v5h-5\"></path></symbol> <symbol id=\"i-speaker\" viewBox=\"0 0 24 24\"><path d=\"M11 5L6 9H3v6h3l5 4z\"></path><path d=\"M15.5 8.5a5 5 0 0 1 0 7M18.5 5.5a9 9 0 0 1 0 13\"></path></symbol> <symbol id=\"i-tag\" viewBox=\"0 0 24 24\"><path d=\"M20.6 13.4l-7.2 7.2a2 2 0 0 1-2.8 0L3 13V3h10l7.6 7.6a2 2 0 0 1 0 2.8z\"></path><circle cx=\"7.5\" cy=\"7.5\" r=\"1.2\"></circle></symbol> <symbol id=\"i-branch\" viewBox=\"0 0 24 24\"><circle cx=\"6\" cy=\"5\" r=\"2\"></circle><circle cx=\"6\" cy=\"19\" r=\"2\"></circle><circle cx=\"18\" cy=\"7\" r=\"2\"></circle><path d=\"M6 7v10M18 9a7 7 0 0 1-7 7H8\"></path></symbol> <symbol id=\"i-trash\" viewBox=\"0 0 24 24\"><path d=\"M4 7h16M9 7V4.5A1.5 1.5 0 0 1 10.5 3h3A1.5 1.5 0 0 1 15 4.5V7M6 7l1 12.5A1.5 1.5 0 0 0 8.5 21h7a1.5 1.5 0 0 0 1.5-1.5L18 7M10 11v6M14 11v6\"></path></symbol> <symbol id=\"i-chevron-left\" viewBox=\"0 0 24 24\"><path d=\"M15 18l-6-6 6-6\"></path></symbol> <symbol id=\"i-chevron-right\" viewBox=\"0 0 24 24\"><path d=\"M9 18l6-6-6-6\"></path></symbol> <symbol id=\"i-chevron-down\" viewBox=\"0 0 24 24\"><path d=\"M6 9l6 6 6-6\"></path></symbol> <symbol id=\"i-send\" viewBox=\"0 0 24 24\"><path d=\"M12 19V5M5.5 11.5L12 5l6.5 6.5\"></path></symbol> <symbol id=\"i-stop\" viewBox=\"0 0 24 24\"><rect x=\"7\" y=\"7\" width=\"10\" height=\"10\" rx=\"1.5\"></rect></symbol> <symbol id=\"i-attach\" viewBox=\"0 0 24 24\"><path d=\"M20.5 11.5l-8.4 8.4a5.5 5.5 0 0 1-7.8-7.8l8.4-8.4a3.7 3.7 0 0 1 5.2 5.2l-8.4 8.4a1.8 1.8 0 0 1-2.6-2.6l7.8-7.8\"></path></symbol> <symbol id=\"i-share\" viewBox=\"0 0 24 24\"><path d=\"M12 3v12M7.5 7.5L12 3l4.5 4.5\"></path><path d=\"M5 13v6a2 2 0 0 0 2 2h10a2 2 0 0 0 2-2v-6\"></path></symbol> <symbol id=\"i-more\" viewBox=\"0 0 24 24\"><circle cx=\"5\" cy=\"12\" r=\"1.3\"></circle><circle cx=\"12\" cy=\"12\" r=\"1.3\"></circle><circle cx=\"19\" cy=\"12\" r=\"1.3\"></circle></symbol> <symbol id=\"i-sliders\" viewBox=\"0 0 24 24\"><path d=\"M4 7h10M18 7h2M4 17h2M10 17h10\"></path><circle cx=\"16\" cy=\"7\" r=\"2\"></circle><circle cx=\"8\" cy=\"17\" r=\"2\"></circle></symbol> <symbol id=\"i-image\" viewBox=\"0 0 24 24\"><rect x=\"3\" y=\"4\" width=\"18\" height=\"16\" rx=\"2\"></rect><circle cx=\"9\" cy=\"10\" r=\"1.5\"></circle><path d=\"M21 16l-5-5-9 9\"></path></symbol> <symbol id=\"i-book\" viewBox=\"0 0 24 24\"><path d=\"M4 5.5A2.5 2.5 0 0 1 6.5 3H20v15H6.5A2.5 2.5 0 0 0 4 20.5z\"></path><path d=\"M4 20.5A2.5 2.5 0 0 0 6.5 23H20v-5\"></path></symbol> <symbol id=\"i-globe\" viewBox=\"0 0 24 24\"><circle cx=\"12\" cy=\"12\" r=\"9\"></circle><path d=\"M3 12h18M12 3c2.5 2.6 3.8 5.6 3.8 9s-1.3 6.4-3.8 9c-2.5-2.6-3.8-5.6-3.8-9S9.5 5.6 12 3z\"></path></symbol> <symbol id=\"i-agent\" viewBox=\"0 0 24 24\"><path d=\"M12 3l1.8 4.9L18.7 9.7l-4.9 1.8L12 16.4l-1.8-4.9L5.3 9.7l4.9-1.8z\"></path><path d=\"M18.5 15.5l.8 2.2 2.2.8-2.2.8-.8 2.2-.8-2.2-2.2-.8 2.2-.8z\"></path></symbol> <symbol id=\"i-continue\" viewBox=\"0 0 24 24\"><path d=\"M7 5l11 7-11 7z\"></path></symbol> <symbol id=\"i-logout\" viewBox=\"0 0 24 24\"><path d=\"M9 21H5a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2h4M16 17l5-5-5-5M21 12H9\"></path></symbol> <symbol id=\"i-pin\" viewBox=\"0 0 24 24\"><path d=\"M9 4h6l-1 6 3 3H7l3-3zM12 13v8\"></path></symbol></svg>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -589,11 +589,11 @@ func ReadAloud(msg int64) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 51, "\" hx-swap=\"beforeend\"><button type=\"submit\" class=\"icon-btn\" data-testid=\"read-aloud\" aria-label=\"Read aloud\" title=\"Read this answer aloud\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 51, "\" hx-swap=\"beforeend\"><button type=\"submit\" class=\"icon-btn\" data-testid=\"read-aloud\" aria-label=\"Read aloud\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Icon("speaker").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = ButtonIcon("speaker").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -33,7 +33,7 @@ func App(s Shell, main templ.Component) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"app\" data-drawer=\"closed\"><a class=\"skip-link\" href=\"#main\">Skip to the content</a><header class=\"topbar\"><button type=\"button\" class=\"icon-btn\" data-drawer-open aria-controls=\"sidebar\" aria-expanded=\"false\" aria-label=\"Open the menu\" title=\"Menu\" data-testid=\"drawer-open\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"app\" data-drawer=\"closed\"><a class=\"skip-link\" href=\"#main\">Skip to the content</a><header class=\"topbar\"><button type=\"button\" class=\"icon-btn\" data-drawer-open aria-controls=\"sidebar\" aria-expanded=\"false\" aria-label=\"Open the menu\" data-testid=\"drawer-open\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -67,7 +67,7 @@ func App(s Shell, main templ.Component) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "\" aria-label=\"New thread\" title=\"New thread\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "\" aria-label=\"New thread\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -83,7 +83,7 @@ func App(s Shell, main templ.Component) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<button type=\"button\" class=\"icon-btn drawer-close\" data-drawer-close aria-label=\"Close the menu\" title=\"Close\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<button type=\"button\" class=\"icon-btn drawer-close\" data-drawer-close aria-label=\"Close the menu\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -242,7 +242,7 @@ func App(s Shell, main templ.Component) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "</span><form method=\"post\" action=\"/logout\"><button type=\"submit\" data-testid=\"logout\" class=\"icon-btn\" aria-label=\"Sign out\" title=\"Sign out\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "</span><form method=\"post\" action=\"/logout\"><button type=\"submit\" data-testid=\"logout\" class=\"icon-btn\" aria-label=\"Sign out\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -325,7 +325,7 @@ func ThemeToggle() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "<button type=\"button\" class=\"icon-btn theme-toggle\" data-testid=\"theme-toggle\" aria-pressed=\"false\" aria-label=\"Dark theme\" title=\"Switch between light and dark\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "<button type=\"button\" class=\"icon-btn theme-toggle\" data-testid=\"theme-toggle\" aria-pressed=\"false\" aria-label=\"Dark theme\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
