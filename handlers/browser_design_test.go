@@ -147,10 +147,16 @@ func TestBrowserOnAPhoneTheConversationOpensFirstAndTheSidebarIsADrawer(t *testi
 	if !u.yes(`document.activeElement?.matches("#sidebar .drawer-close")`) {
 		t.Errorf("opening the drawer leaves the focus on %s", u.str(`document.activeElement?.outerHTML.slice(0, 80)`))
 	}
+	if !u.yes(`document.querySelector("main").inert && document.querySelector(".topbar").inert`) {
+		t.Errorf("behind the open drawer the page still takes the keyboard")
+	}
 	u.do("Esc shuts the drawer", chromedp.KeyEvent(kb.Escape),
 		waitFor(`document.querySelector(".app").dataset.drawer === "closed" && !`+dsShown(`#sidebar`)))
 	if !u.yes(`document.activeElement?.matches("[data-drawer-open]")`) || u.str(`document.querySelector("[data-drawer-open]").getAttribute("aria-expanded")`) != "false" {
 		t.Errorf("after Esc the focus is on %s", u.str(`document.activeElement?.outerHTML.slice(0, 80)`))
+	}
+	if u.yes(`document.querySelector("main").inert`) {
+		t.Errorf("after the drawer shut the page stays inert")
 	}
 	// The scrim shuts it too, and a thread in it can be opened.
 	u.do("open it again and tap the scrim", click(`[data-drawer-open]`), waitFor(dsShown(`.scrim`)+` && getComputedStyle(document.querySelector(".scrim")).opacity === "1"`),

@@ -424,15 +424,19 @@ acceptFileDrops("form[data-drop]", (form, files) => {
   });
 
   // Drawer: .app[data-drawer] is "open" or "closed"; app.css shows it as a
-  // drawer only below its phone breakpoint. Opening moves the focus into
-  // it; Esc, the scrim or the close button shut it and bring the focus
-  // back to the menu button.
+  // drawer only below its phone breakpoint (keep the width in step). While
+  // it is open the page behind it is inert (the keyboard stays in the
+  // drawer); opening moves the focus into it; Esc, the scrim or the close
+  // button shut it and bring the focus back to the menu button, and so
+  // does a window grown past the breakpoint.
+  const phone = window.matchMedia("(max-width: 860px)");
   const app = () => document.querySelector(".app");
   const opener = () => document.querySelector("[data-drawer-open]");
   const setDrawer = (open) => {
     const shell = app();
     if (!shell) return;
     shell.dataset.drawer = open ? "open" : "closed";
+    shell.querySelectorAll(":scope > .main, :scope > .topbar").forEach((el) => { el.inert = open; });
     const button = opener();
     if (button) button.setAttribute("aria-expanded", String(open));
     if (open) {
@@ -461,7 +465,8 @@ acceptFileDrops("form[data-drop]", (form, files) => {
       setDrawer(false);
     }
   }, true);
-  // A page swapped in (or restored from the back/forward cache) starts
-  // with the drawer shut.
+  // A page restored from the back/forward cache starts with the drawer
+  // shut; so does a window grown past the phone breakpoint.
   window.addEventListener("pageshow", () => { if (app()?.dataset.drawer === "open") setDrawer(false); });
+  phone.addEventListener("change", () => { if (!phone.matches && app()?.dataset.drawer === "open") setDrawer(false); });
 })();
