@@ -138,16 +138,17 @@
     }
   });
 
-  // Stick to the bottom while new text arrives, unless the reader scrolled up.
+  // Stick to the bottom while new text arrives, unless the reader scrolled
+  // up. Only a thread (#messages) follows its end: a swap on another page
+  // (a knowledge base's documents refreshing) leaves the reader where they are.
   const nearBottom = () => window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
   let stick = true;
+  const follow = () => {
+    if (stick && document.getElementById("messages")) window.scrollTo(0, document.body.scrollHeight);
+  };
   window.addEventListener("scroll", () => { stick = nearBottom(); }, { passive: true });
-  document.addEventListener("htmx:afterSwap", () => {
-    if (stick) window.scrollTo(0, document.body.scrollHeight);
-  });
-  document.addEventListener("htmx:sseMessage", () => {
-    if (stick) window.scrollTo(0, document.body.scrollHeight);
-  });
+  document.addEventListener("htmx:afterSwap", follow);
+  document.addEventListener("htmx:sseMessage", follow);
 })();
 
 // Keyboard and drafts: Ctrl/Cmd+K focuses search; ↑ in an empty composer
@@ -454,4 +455,97 @@ acceptFileDrops("form[data-drop]", (form, files) => {
     event.preventDefault();
     event.stopImmediatePropagation();
   }, true);
+})();
+
+// The shell: the theme toggle and, on a narrow window, the sidebar drawer.
+(function () {
+  "use strict";
+
+  // Theme: the toggle flips between light and dark. A choice equal to the
+  // system's scheme is not stored, so toggling twice follows the system
+  // again; theme.js applies a stored one before the first paint.
+  const KEY = "weft:theme";
+  const systemDark = window.matchMedia("(prefers-color-scheme: dark)");
+  const isDark = () => (document.documentElement.dataset.theme || (systemDark.matches ? "dark" : "light")) === "dark";
+  const showTheme = () => {
+    document.querySelectorAll('[data-testid="theme-toggle"]').forEach((b) => b.setAttribute("aria-pressed", String(isDark())));
+  };
+  const setTheme = (dark) => {
+    const root = document.documentElement;
+    try {
+      if (dark === systemDark.matches) {
+        delete root.dataset.theme;
+        localStorage.removeItem(KEY);
+      } else {
+        root.dataset.theme = dark ? "dark" : "light";
+        localStorage.setItem(KEY, root.dataset.theme);
+      }
+    } catch {
+      root.dataset.theme = dark ? "dark" : "light"; // not kept, but shown
+    }
+    showTheme();
+  };
+  systemDark.addEventListener("change", showTheme);
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", showTheme);
+  } else {
+    showTheme();
+  }
+  // Another tab changed it.
+  window.addEventListener("storage", (event) => {
+    if (event.key !== KEY) return;
+    if (event.newValue === "light" || event.newValue === "dark") {
+      document.documentElement.dataset.theme = event.newValue;
+    } else {
+      delete document.documentElement.dataset.theme;
+    }
+    showTheme();
+  });
+
+  // Drawer: .app[data-drawer] is "open" or "closed"; app.css shows it as a
+  // drawer only below its phone breakpoint (keep the width in step). While
+  // it is open the page behind it is inert (the keyboard stays in the
+  // drawer); opening moves the focus into it; Esc, the scrim or the close
+  // button shut it and bring the focus back to the menu button, and so
+  // does a window grown past the breakpoint.
+  const phone = window.matchMedia("(max-width: 860px)");
+  const app = () => document.querySelector(".app");
+  const opener = () => document.querySelector("[data-drawer-open]");
+  const setDrawer = (open) => {
+    const shell = app();
+    if (!shell) return;
+    shell.dataset.drawer = open ? "open" : "closed";
+    shell.querySelectorAll(":scope > .main, :scope > .topbar").forEach((el) => { el.inert = open; });
+    const button = opener();
+    if (button) button.setAttribute("aria-expanded", String(open));
+    if (open) {
+      const first = document.querySelector("#sidebar .drawer-close");
+      if (first) first.focus();
+    } else if (button && document.getElementById("sidebar")?.contains(document.activeElement)) {
+      button.focus();
+    }
+  };
+
+  document.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    if (!target) return;
+    if (target.closest('[data-testid="theme-toggle"]')) {
+      setTheme(!isDark());
+    } else if (target.closest("[data-drawer-open]")) {
+      setDrawer(true);
+    } else if (target.closest("[data-drawer-close]")) {
+      setDrawer(false);
+    }
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && app()?.dataset.drawer === "open") {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      setDrawer(false);
+    }
+  }, true);
+  // A page restored from the back/forward cache starts with the drawer
+  // shut; so does a window grown past the phone breakpoint.
+  window.addEventListener("pageshow", () => { if (app()?.dataset.drawer === "open") setDrawer(false); });
+  phone.addEventListener("change", () => { if (!phone.matches && app()?.dataset.drawer === "open") setDrawer(false); });
 })();

@@ -97,3 +97,22 @@ func CompactionOf(m db.Message) int64 { return metaOf(m).Usage.CompactionID }
 
 // SourcesOf returns the sources stored on a rag answer.
 func SourcesOf(m db.Message) []db.Source { return metaOf(m).Sources }
+
+// filesHint says what the composer accepts as attachments.
+func filesHint(c ComposerData) string {
+	return "Up to " + strconv.Itoa(c.MaxFiles) + " files of " + fileSize(c.MaxFileBytes) +
+		" each: images for vision models; PDF, DOCX, text, Markdown, CSV and HTML are read as text."
+}
+
+// routeName is how the interface names a route.
+func routeName(route string) string {
+	switch route {
+	case db.RouteChat:
+		return "chat"
+	case db.RouteRAG:
+		return "knowledge"
+	case db.RouteAgent:
+		return "agent"
+	}
+	return ""
+}
