@@ -50,6 +50,7 @@ var markdown = goldmark.New(
 		extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
 		extension.Strikethrough,
 		extension.TaskList,
+		mathExtension{},
 		highlighting.NewHighlighting(
 			highlighting.WithFormatOptions(chromahtml.WithClasses(true)),
 			highlighting.WithGuessLanguage(false),
@@ -111,6 +112,7 @@ var markdownPolicy = func() *bluemonday.Policy {
 	// <button> or <input>: see markdownFinish.
 	p.AllowAttrs("class").Matching(markdownClass).OnElements("code", "pre", "span", "div")
 
+	allowMathML(p)
 	return p
 }()
 
