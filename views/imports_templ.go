@@ -137,7 +137,7 @@ func ImportPage(f ImportForm) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "</select></label> <input type=\"file\" name=\"file\" accept=\"application/json,.json\" required> <button type=\"submit\">Import</button></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "</select></label> <input type=\"file\" name=\"file\" accept=\"application/json,.json\" required aria-label=\"Export file to import (JSON)\"> <button type=\"submit\">Import</button></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
