@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 
 	"weft/db"
 )
@@ -14,7 +15,8 @@ type messageReader interface {
 
 // messageMarkdown serves GET /m/{id}/markdown: one of the user's messages as
 // the markdown it was written in, for the copy button of every message
-// (static/app.js). Plain text, never rendered, never cached.
+// (static/app.js). Plain text, never rendered, never cached; line ends are
+// "\n" (a browser sends a form's text with "\r\n", and so it is stored).
 type messageMarkdown struct {
 	store messageReader
 }
@@ -32,5 +34,5 @@ func (h *messageMarkdown) show(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = io.WriteString(w, m.Content)
+	_, _ = io.WriteString(w, strings.ReplaceAll(m.Content, "\r\n", "\n"))
 }

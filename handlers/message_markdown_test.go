@@ -14,12 +14,16 @@ func TestTheMarkdownOfAMessageIsItsSourceTextAndOnlyForItsOwner(t *testing.T) {
 	c.Register("copy@example.com", "correct horse battery")
 	answer := "**Bold**, $x^2$ and <b>tags</b>\n\n```go\nx := 1\n```\n"
 	path := importThread(t, c, []map[string]any{
-		{"id": 1, "role": "user", "content": "what is *this*?"},
+		{"id": 1, "role": "user", "content": "what is *this*?\r\n\r\nsent from a form"},
 		{"id": 2, "parent": 1, "role": "assistant", "content": answer},
 	})
-	var id string
+	var id, question string
 	if err := app.Store.Pool.QueryRow(context.Background(),
 		"SELECT id::text FROM messages WHERE role = 'assistant'").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Store.Pool.QueryRow(context.Background(),
+		"SELECT id::text FROM messages WHERE role = 'user'").Scan(&question); err != nil {
 		t.Fatal(err)
 	}
 
@@ -40,6 +44,10 @@ func TestTheMarkdownOfAMessageIsItsSourceTextAndOnlyForItsOwner(t *testing.T) {
 	}
 	if cc := got.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("Cache-Control = %q", cc)
+	}
+
+	if got := c.Get("/m/" + question + "/markdown"); got.Body != "what is *this*?\n\nsent from a form" {
+		t.Errorf("the question's markdown is %q, want its lines ended by \\n", got.Body)
 	}
 
 	other := testenv.NewClient(t, app.TS.URL)

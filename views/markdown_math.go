@@ -413,7 +413,7 @@ func allowMathML(p *bluemonday.Policy) {
 	p.AllowAttrs("linethickness").Matching(regexp.MustCompile(`^0$`)).OnElements("mfrac")
 	p.AllowAttrs("accent").Matching(regexp.MustCompile(`^true$`)).OnElements("mover")
 	p.AllowAttrs("accentunder").Matching(regexp.MustCompile(`^true$`)).OnElements("munder")
-	p.AllowAttrs("displaystyle").Matching(boolean).OnElements("mstyle")
+	p.AllowAttrs("displaystyle").Matching(boolean).OnElements("mstyle", "mtable")
 	p.AllowAttrs("scriptlevel").Matching(regexp.MustCompile(`^[0-2]$`)).OnElements("mstyle")
 	p.AllowAttrs("class").Matching(regexp.MustCompile(`^math-[lr]$`)).OnElements("mtd")
 }

@@ -91,9 +91,9 @@ func TestTeXBecomesMathMLCore(t *testing.T) {
 		{`\alpha\,\beta\quad\gamma`, `<mi>α</mi><mspace width="0.1667em"></mspace><mi>β</mi><mspace width="1em"></mspace>`},
 		{`\begin{pmatrix} a & b \\ c & d \end{pmatrix}`, `<mrow><mo fence="true" form="prefix" stretchy="true">(</mo><mtable><mtr><mtd><mi>a</mi></mtd><mtd><mi>b</mi></mtd></mtr><mtr><mtd><mi>c</mi></mtd><mtd><mi>d</mi></mtd></mtr></mtable>`},
 		{`\begin{cases} 1 & x>0 \\ 0 & \text{else} \end{cases}`, `<mtd class="math-l"><mn>1</mn></mtd>`},
-		{`\begin{aligned} a &= b \\ &= c \\ \end{aligned}`, `<mtable><mtr><mtd class="math-r"><mi>a</mi></mtd><mtd class="math-l"><mrow><mo>=</mo><mi>b</mi></mrow></mtd></mtr><mtr><mtd class="math-r"></mtd><mtd class="math-l"><mrow><mo>=</mo><mi>c</mi></mrow></mtd></mtr></mtable>`},
+		{`\begin{aligned} a &= b \\ &= c \\ \end{aligned}`, `<mtable displaystyle="true"><mtr><mtd class="math-r"><mi>a</mi></mtd><mtd class="math-l"><mrow><mo>=</mo><mi>b</mi></mrow></mtd></mtr><mtr><mtd class="math-r"></mtd><mtd class="math-l"><mrow><mo>=</mo><mi>c</mi></mrow></mtd></mtr></mtable>`},
 		{`\begin{array}{cc} 1 & 2 \end{array}`, "<mtable><mtr><mtd><mn>1</mn></mtd><mtd><mn>2</mn></mtd></mtr></mtable>"},
-		{`a &= b \\ c &= d`, `<mtable><mtr><mtd class="math-r"><mi>a</mi></mtd>`},
+		{`a &= b \\ c &= d`, `<mtable displaystyle="true"><mtr><mtd class="math-r"><mi>a</mi></mtd>`},
 		{`x % a comment } \end
  + 1`, "<mrow><mi>x</mi><mo>+</mo><mn>1</mn></mrow>"},
 		{`\underbrace{a+b}_{n}`, `<munder><munder><mrow><mi>a</mi><mo>+</mo><mi>b</mi></mrow><mo stretchy="true">⏟</mo></munder><mi>n</mi></munder>`},

@@ -113,7 +113,7 @@ func (p *texParser) top() string {
 	if len(rows) == 1 && len(rows[0]) == 1 {
 		return orEmpty(rows[0][0])
 	}
-	return mtable(rows, alignPairs)
+	return displayed(mtable(rows, alignPairs))
 }
 
 // skipSpace skips white space and % comments.

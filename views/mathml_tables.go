@@ -99,11 +99,12 @@ func (p *texParser) environment() mnode {
 	case "rcases":
 		return mnode{s: "<mrow>" + mtable(rows, alignLeft) + `<mo fence="true" form="postfix" stretchy="true">}</mo></mrow>`}
 	case "aligned", "align", "alignat", "alignedat", "split", "eqnarray", "flalign":
-		return mnode{s: mtable(rows, alignPairs)}
+		return mnode{s: displayed(mtable(rows, alignPairs))}
 	case "equation", "gather", "gathered", "multline":
 		if len(rows) == 1 && len(rows[0]) == 1 {
 			return mnode{s: orEmpty(rows[0][0])}
 		}
+		return mnode{s: displayed(mtable(rows, nil))}
 	}
 	return mnode{s: mtable(rows, nil)}
 }
@@ -152,6 +153,12 @@ func alignPairs(col int) string {
 }
 
 func alignLeft(int) string { return "math-l" }
+
+// displayed sets a table of equations in display style, as TeX does (MathML
+// Core sets table cells in the compact style: ∑ with its limits at the side).
+func displayed(table string) string {
+	return `<mtable displaystyle="true">` + strings.TrimPrefix(table, "<mtable>")
+}
 
 func mtable(rows [][]string, align func(col int) string) string {
 	var b strings.Builder
