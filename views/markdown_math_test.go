@@ -153,3 +153,23 @@ func TestTeXToMathMLOutputIsBoundedByItsInput(t *testing.T) {
 		}
 	}
 }
+
+// benchMathAnswer is a ~4 KB answer of prose with inline and displayed
+// math, as a model explaining a derivation writes it.
+var benchMathAnswer = func() string {
+	var b strings.Builder
+	for b.Len() < 3800 {
+		b.WriteString("The roots of $ax^2+bx+c=0$ are\n\n$$\nx = \\frac{-b \\pm \\sqrt{b^2-4ac}}{2a}\n$$\n\n")
+		b.WriteString("and for $n \\to \\infty$, \\(\\left(1+\\frac{1}{n}\\right)^n \\to e\\); costs stay text: $5 or $10.\n\n")
+		b.WriteString("\\[\n\\begin{aligned} (a+b)^2 &= a^2 + 2ab + b^2 \\\\ &= \\sum_{k=0}^{2} \\binom{2}{k} a^k b^{2-k} \\end{aligned}\n\\]\n\n")
+	}
+	return b.String()
+}()
+
+func BenchmarkRenderMarkdownWithMath(b *testing.B) {
+	b.SetBytes(int64(len(benchMathAnswer)))
+	b.ReportAllocs()
+	for b.Loop() {
+		RenderMarkdown(benchMathAnswer)
+	}
+}
