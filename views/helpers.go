@@ -104,15 +104,19 @@ func filesHint(c ComposerData) string {
 		" each: images for vision models; PDF, DOCX, text, Markdown, CSV and HTML are read as text."
 }
 
-// routeName is how the interface names a route.
-func routeName(route string) string {
-	switch route {
-	case db.RouteChat:
-		return "chat"
-	case db.RouteRAG:
-		return "knowledge"
-	case db.RouteAgent:
-		return "agent"
+// routeBadge is the label and the tooltip of an answer's route ("" for a
+// message that is not an answer or has no route).
+func routeBadge(m db.Message) (label, title string) {
+	if m.Role != db.RoleAssistant {
+		return "", ""
 	}
-	return ""
+	switch metaOf(m).Route {
+	case db.RouteChat:
+		return "chat", "Answered by the model from the conversation"
+	case db.RouteRAG:
+		return "knowledge", "Answered from your knowledge bases, with sources"
+	case db.RouteAgent:
+		return "agent", "Answered by the agent, with tools"
+	}
+	return "", ""
 }
