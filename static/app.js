@@ -548,6 +548,8 @@ acceptFileDrops("form[data-drop]", (form, files) => {
   // shut; so does a window grown past the phone breakpoint.
   window.addEventListener("pageshow", () => { if (app()?.dataset.drawer === "open") setDrawer(false); });
   phone.addEventListener("change", () => { if (!phone.matches && app()?.dataset.drawer === "open") setDrawer(false); });
+})();
+
 // Issue 21: what a person expects of an answer. One polite live region
 // announces short news (a status change, a finished answer, "copied")
 // once each, instead of every streamed token; the copy button of every
