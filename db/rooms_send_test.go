@@ -81,3 +81,31 @@ func TestARemovedMemberCannotPostAndAnAgentRemovedMeanwhileRefusesThePost(t *tes
 		t.Fatalf("the line after the refusals: %+v, %v", line, err)
 	}
 }
+
+func TestAnAnswerAskedForByAMemberWhoIsGoneHandsOnToNobody(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newRoomFixture(t)
+	other, err := f.store.AddRoomAgent(ctx, f.alice.ID, f.room.ID, db.RoomAgentInput{Name: "Critic", Model: "tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	posted, err := f.store.PostToRoom(ctx, f.bob.ID, db.RoomPost{Room: f.room.ID, Content: "@Scout go", Agents: []int64{f.agent.ID}, Route: chatRoute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bob's answer completes just as the owner removes him: what it
+	// mentions is no longer asked for by a member of the room.
+	mustExec(t, f.store, "UPDATE runs SET status = 'completed' WHERE id = $1", posted.Runs[0].ID)
+	if err := f.store.RemoveRoomMember(ctx, f.alice.ID, f.room.ID, f.bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	handed, err := f.store.QueueRoomMentions(ctx, posted.Runs[0], []int64{other.ID}, "m", chatRoute)
+	if err != nil || len(handed.Runs) != 0 {
+		t.Fatalf("a removed member's answer handed on: %d runs, %v", len(handed.Runs), err)
+	}
+	queue, err := f.store.RoomQueue(ctx, f.alice.ID, f.room.ThreadID)
+	if err != nil || len(queue) != 0 {
+		t.Fatalf("the room's queue after the removal: %+v, %v", queue, err)
+	}
+}
