@@ -109,3 +109,32 @@ func TestAnAnswerAskedForByAMemberWhoIsGoneHandsOnToNobody(t *testing.T) {
 		t.Fatalf("the room's queue after the removal: %+v, %v", queue, err)
 	}
 }
+
+func TestStoppingAnAccountsRunsStopsTheRoomAnswersItAskedFor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newRoomFixture(t)
+	posted, err := f.store.PostToRoom(ctx, f.bob.ID, db.RoomPost{Room: f.room.ID, Content: "@Scout go", Agents: []int64{f.agent.ID}, Route: chatRoute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := f.store.PostToRoom(ctx, f.alice.ID, db.RoomPost{Room: f.room.ID, Content: "@Scout me too", Agents: []int64{f.agent.ID}, Route: chatRoute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What disabling or deleting Bob's account stops: also his answers in
+	// Alice's room, run as Alice's.
+	if _, err := f.store.CancelUserRuns(ctx, f.bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		who  string
+		run  int64
+		want string
+	}{{"Bob's", posted.Runs[0].ID, db.RunCancelled}, {"Alice's", mine.Runs[0].ID, db.RunQueued}} {
+		r, err := f.store.Run(ctx, f.alice.ID, c.run)
+		if err != nil || r.Status != c.want {
+			t.Errorf("%s answer in the room = %q (%v), want %q", c.who, r.Status, err, c.want)
+		}
+	}
+}
