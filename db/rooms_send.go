@@ -31,7 +31,16 @@ type RoomPost struct {
 	// Route chooses each answer's route from its agent's profile: tools
 	// on → agent mode, knowledge bases → searched (chat.ChooseRoute).
 	Route Router
+	// MaxPending, when > 0, refuses a post that asks agents while the
+	// member already has that many answers queued, running or waiting in
+	// the room (ErrRoomQueueFull): the room's runs are its owner's, and
+	// its queue everyone's.
+	MaxPending int
 }
+
+// ErrRoomQueueFull refuses a member's post that asks agents for answers
+// while that member already has RoomPost.MaxPending of them waiting.
+var ErrRoomQueueFull = errors.New("db: too many answers waiting for this member in the room")
 
 // RoomPosted is what a post created.
 type RoomPosted struct {
@@ -63,6 +72,16 @@ func (d *DB) PostToRoom(ctx context.Context, user int64, p RoomPost) (RoomPosted
 			return err
 		}
 		t := out.Thread
+		if p.MaxPending > 0 && len(p.Agents) > 0 {
+			var pending int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE thread_id = $1 AND asked_by = $2
+				AND status IN ('queued', 'running', 'waiting') AND parent_run_id IS NULL`, t.ID, user).Scan(&pending); err != nil {
+				return err
+			}
+			if pending >= p.MaxPending {
+				return ErrRoomQueueFull
+			}
+		}
 		if out.User, err = insertNewMessage(ctx, tx, newMessage{Thread: t.ID, Parent: t.ActiveLeafID, Role: RoleUser,
 			Content: noNUL(p.Content), Status: MsgComplete, Author: &user, Speaker: speaker}); err != nil {
 			return err
