@@ -202,17 +202,20 @@ func TestAMemberHasAtMostTenAnswersWaitingInARoomAndMayStillTalk(t *testing.T) {
 	if err := e.rt.RoomStop(ctx, e.member.ID, e.as(e.member), sent[0].Runs[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, "the stopped answer to end", 10*time.Second, func() bool {
+	testwait.For(t, "the stopped answer to end and the next to run", 10*time.Second, func() bool {
 		r, _ := e.store.Run(ctx, e.user.ID, sent[0].Runs[0].ID)
-		return r.Status == db.RunCancelled
+		next, _ := e.store.Run(ctx, e.user.ID, sent[1].Runs[0].ID)
+		return r.Status == db.RunCancelled && next.Status == db.RunRunning
 	})
 	e.say(e.member, "@slow [[hang]] again")
+	// The queued answers first, the running one last: nothing starts
+	// while they are stopped.
 	q, err := e.store.RoomQueue(ctx, e.user.ID, e.room.ThreadID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, turn := range q {
-		if err := e.rt.RoomStop(ctx, e.user.ID, e.as(e.user), turn.Run); err != nil {
+	for i := len(q) - 1; i >= 0; i-- {
+		if err := e.rt.RoomStop(ctx, e.user.ID, e.as(e.user), q[i].Run); err != nil {
 			t.Fatal(err)
 		}
 	}
