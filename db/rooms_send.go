@@ -31,7 +31,16 @@ type RoomPost struct {
 	// Route chooses each answer's route from its agent's profile: tools
 	// on → agent mode, knowledge bases → searched (chat.ChooseRoute).
 	Route Router
+	// MaxPending, when > 0, refuses a post that asks agents while the
+	// member already has that many answers queued, running or waiting in
+	// the room (ErrRoomQueueFull): the room's runs are its owner's, and
+	// its queue everyone's.
+	MaxPending int
 }
+
+// ErrRoomQueueFull refuses a member's post that asks agents for answers
+// while that member already has RoomPost.MaxPending of them waiting.
+var ErrRoomQueueFull = errors.New("db: too many answers waiting for this member in the room")
 
 // RoomPosted is what a post created.
 type RoomPosted struct {
@@ -63,6 +72,16 @@ func (d *DB) PostToRoom(ctx context.Context, user int64, p RoomPost) (RoomPosted
 			return err
 		}
 		t := out.Thread
+		if p.MaxPending > 0 && len(p.Agents) > 0 {
+			var pending int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE thread_id = $1 AND asked_by = $2
+				AND status IN ('queued', 'running', 'waiting') AND parent_run_id IS NULL`, t.ID, user).Scan(&pending); err != nil {
+				return err
+			}
+			if pending >= p.MaxPending {
+				return ErrRoomQueueFull
+			}
+		}
 		if out.User, err = insertNewMessage(ctx, tx, newMessage{Thread: t.ID, Parent: t.ActiveLeafID, Role: RoleUser,
 			Content: noNUL(p.Content), Status: MsgComplete, Author: &user, Speaker: speaker}); err != nil {
 			return err
@@ -118,17 +137,26 @@ func insertRoomAnswer(ctx context.Context, tx pgx.Tx, t Thread, room, agent, par
 // depth + 1 — only while that depth is within the room's mention depth
 // (none beyond: no loops). The agent that wrote it and agents that
 // already have a queued turn in the room are skipped. Nothing is queued
-// when r is not a room run of a room of its owner.
+// when r is not a room run of a room of its owner, or when its asker is no
+// longer a member (removed or left as the answer ended, or the account
+// is gone): their access ended, and so do the turns they started. The
+// asker's membership row is held as PostToRoom holds it, so a removal
+// either waits and then stops the turns queued here, or comes first.
 func (d *DB) QueueRoomMentions(ctx context.Context, r Run, agents []int64, defaultModel string, route Router) (RoomPosted, error) {
 	var out RoomPosted
-	if r.AssistantMessageID == nil || len(agents) == 0 {
+	if r.AssistantMessageID == nil || r.AskedBy == nil || len(agents) == 0 {
 		return out, nil
 	}
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		var room int64
 		var maxDepth int
-		err := tx.QueryRow(ctx, `SELECT id, mention_depth FROM rooms WHERE thread_id = $1 AND owner_id = $2`,
-			r.ThreadID, r.OwnerID).Scan(&room, &maxDepth)
+		err := tx.QueryRow(ctx, `SELECT r.id, r.mention_depth FROM rooms r
+			JOIN room_members m ON m.room_id = r.id AND m.user_id = $3
+			WHERE r.thread_id = $1 AND r.owner_id = $2 FOR SHARE OF m`,
+			r.ThreadID, r.OwnerID, *r.AskedBy).Scan(&room, &maxDepth)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}

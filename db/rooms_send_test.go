@@ -81,3 +81,60 @@ func TestARemovedMemberCannotPostAndAnAgentRemovedMeanwhileRefusesThePost(t *tes
 		t.Fatalf("the line after the refusals: %+v, %v", line, err)
 	}
 }
+
+func TestAnAnswerAskedForByAMemberWhoIsGoneHandsOnToNobody(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newRoomFixture(t)
+	other, err := f.store.AddRoomAgent(ctx, f.alice.ID, f.room.ID, db.RoomAgentInput{Name: "Critic", Model: "tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	posted, err := f.store.PostToRoom(ctx, f.bob.ID, db.RoomPost{Room: f.room.ID, Content: "@Scout go", Agents: []int64{f.agent.ID}, Route: chatRoute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bob's answer completes just as the owner removes him: what it
+	// mentions is no longer asked for by a member of the room.
+	mustExec(t, f.store, "UPDATE runs SET status = 'completed' WHERE id = $1", posted.Runs[0].ID)
+	if err := f.store.RemoveRoomMember(ctx, f.alice.ID, f.room.ID, f.bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	handed, err := f.store.QueueRoomMentions(ctx, posted.Runs[0], []int64{other.ID}, "m", chatRoute)
+	if err != nil || len(handed.Runs) != 0 {
+		t.Fatalf("a removed member's answer handed on: %d runs, %v", len(handed.Runs), err)
+	}
+	queue, err := f.store.RoomQueue(ctx, f.alice.ID, f.room.ThreadID)
+	if err != nil || len(queue) != 0 {
+		t.Fatalf("the room's queue after the removal: %+v, %v", queue, err)
+	}
+}
+
+func TestStoppingAnAccountsRunsStopsTheRoomAnswersItAskedFor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newRoomFixture(t)
+	posted, err := f.store.PostToRoom(ctx, f.bob.ID, db.RoomPost{Room: f.room.ID, Content: "@Scout go", Agents: []int64{f.agent.ID}, Route: chatRoute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := f.store.PostToRoom(ctx, f.alice.ID, db.RoomPost{Room: f.room.ID, Content: "@Scout me too", Agents: []int64{f.agent.ID}, Route: chatRoute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What disabling or deleting Bob's account stops: also his answers in
+	// Alice's room, run as Alice's.
+	if _, err := f.store.CancelUserRuns(ctx, f.bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		who  string
+		run  int64
+		want string
+	}{{"Bob's", posted.Runs[0].ID, db.RunCancelled}, {"Alice's", mine.Runs[0].ID, db.RunQueued}} {
+		r, err := f.store.Run(ctx, f.alice.ID, c.run)
+		if err != nil || r.Status != c.want {
+			t.Errorf("%s answer in the room = %q (%v), want %q", c.who, r.Status, err, c.want)
+		}
+	}
+}
