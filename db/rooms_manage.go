@@ -309,6 +309,14 @@ func (d *DB) DeleteRoomAgent(ctx context.Context, owner, room, agent int64) erro
 		if err != nil {
 			return err
 		}
+		// Its runs before its answers (run_locks.go): left to the foreign
+		// keys' cascade, the answers would be written first and the runs
+		// last, waiting for an answer's settling (the run, then the
+		// answer) while it waits for the answer.
+		if _, err := tx.Exec(ctx, `UPDATE runs SET room_agent_id = NULL
+			WHERE room_agent_id = (SELECT id FROM room_agents WHERE id = $2 AND room_id = $1)`, room, agent); err != nil {
+			return err
+		}
 		if err := execOne(ctx, tx, "DELETE FROM room_agents WHERE id = $2 AND room_id = $1", room, agent); err != nil {
 			return err
 		}

@@ -44,22 +44,30 @@ type RoomPosted struct {
 // PostToRoom stores a member's message under the room's active leaf, then
 // for each agent a streaming answer with its queued run (asked by the
 // member, depth 0), each under the one before, in one transaction that
-// holds the member's row (a removal waits for it, or it finds no member:
-// ErrNotFound) and the thread's (two posts never attach to one leaf). An
+// holds the thread's row (two posts never attach to one leaf) and the
+// member's (a removal waits for it, or it finds no member: ErrNotFound). An
 // agent that is not the room's (removed meanwhile) is ErrNotFound.
 func (d *DB) PostToRoom(ctx context.Context, user int64, p RoomPost) (RoomPosted, error) {
 	var out RoomPosted
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		// The thread first, then the member's row (run_locks.go): the
+		// room's deletion takes the thread, then, by the cascade, the
+		// members' rows.
 		var thread int64
-		var speaker string
-		err := tx.QueryRow(ctx, `SELECT r.thread_id, `+speakerName+` FROM rooms r
-			JOIN room_members m ON m.room_id = r.id AND m.user_id = $1
-			JOIN users u ON u.id = m.user_id
-			WHERE r.id = $2 FOR SHARE OF m`, user, p.Room).Scan(&thread, &speaker)
+		err := tx.QueryRow(ctx, `SELECT r.thread_id FROM rooms r
+			JOIN room_members m ON m.room_id = r.id AND m.user_id = $1 WHERE r.id = $2`, user, p.Room).Scan(&thread)
 		if err != nil {
 			return err
 		}
 		if out.Thread, err = oneRow[Thread](ctx, tx, "SELECT "+threadCols+" FROM threads WHERE id = $1 FOR UPDATE", thread); err != nil {
+			return err
+		}
+		var speaker string
+		err = tx.QueryRow(ctx, `SELECT `+speakerName+` FROM rooms r
+			JOIN room_members m ON m.room_id = r.id AND m.user_id = $1
+			JOIN users u ON u.id = m.user_id
+			WHERE r.id = $2 AND r.thread_id = $3 FOR SHARE OF m`, user, p.Room, thread).Scan(&speaker)
+		if err != nil {
 			return err
 		}
 		t := out.Thread

@@ -36,6 +36,11 @@ import (
 // again on the second write, which takes rows out of this order: write a
 // threads row once (DeleteMessage sets the new leaf before the cascade
 // would).
+//
+// A room (issue 20) adds its own rows around this order: a post takes the
+// room's thread before the member's row (the room's deletion takes the
+// thread, then the members' rows through the cascade), and an agent's
+// deletion writes the agent's runs before the cascade writes its answers.
 
 // lockMessageThread reads one of the user's messages and locks its thread,
 // FOR UPDATE: the first lock of a tree edit.
