@@ -124,7 +124,9 @@ func insertRoomAnswer(ctx context.Context, tx pgx.Tx, t Thread, room, agent, par
 // r is the room run that wrote it (completed). Each agent answers under
 // the room's active leaf, in the order given, asked by r's asker, at r's
 // depth + 1 — only while that depth is within the room's mention depth
-// (none beyond: no loops). The agent that wrote it and agents that
+// (none beyond: no loops) and the asker is still a member (none for
+// someone who left, was removed or whose account is gone). The agent that
+// wrote it and agents that
 // already have a queued turn in the room are skipped. Nothing is queued
 // when r is not a room run of a room of its owner.
 func (d *DB) QueueRoomMentions(ctx context.Context, r Run, agents []int64, defaultModel string, route Router) (RoomPosted, error) {
@@ -145,6 +147,19 @@ func (d *DB) QueueRoomMentions(ctx context.Context, r Run, agents []int64, defau
 			return nil
 		}
 		if out.Thread, err = oneRow[Thread](ctx, tx, "SELECT "+threadCols+" FROM threads WHERE id = $1 FOR UPDATE", r.ThreadID); err != nil {
+			return err
+		}
+		// The turns are the asker's (their approvals and questions go to
+		// them): none for someone who left or was removed. The member's
+		// row is held, so a removal waits and then stops these turns too.
+		if r.AskedBy == nil {
+			return nil
+		}
+		err = tx.QueryRow(ctx, "SELECT 1 FROM room_members WHERE room_id = $1 AND user_id = $2 FOR SHARE", room, *r.AskedBy).Scan(new(int))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT DISTINCT room_agent_id FROM runs
