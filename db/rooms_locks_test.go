@@ -102,3 +102,52 @@ func TestARoomDeletedWhileAMemberPostsIsDeletedAndThePostFindsNoRoom(t *testing.
 		t.Fatalf("a post to a room deleted meanwhile: %v", err)
 	}
 }
+
+// A room deleted while its owner saves its settings (in another tab): the
+// settings take the room's thread before the room's row, as the deletion
+// does. Before the fix they held the room's row and waited for the
+// thread, which the deletion held while it waited for the room's row.
+func TestARoomDeletedWhileItsSettingsAreSavedIsDeleted(t *testing.T) {
+	t.Parallel()
+	k := newRoomLocks(t)
+	release := k.hold(t, "SELECT 1 FROM messages WHERE id = $1 FOR KEY SHARE", k.sent.User.ID)
+	del := run("delete the room", func() error {
+		_, err := k.store.DeleteThread(context.Background(), k.user, k.room.ThreadID)
+		return err
+	})
+	k.waitLockWaiters(t, 1, del)
+	save := run("save the settings", func() error {
+		return k.store.UpdateRoomSettings(context.Background(), k.user, k.room.ID, db.RoomSettings{Name: "Renamed",
+			MentionDepth: 1, SummarizeAt: 80, KeepRecent: 6})
+	})
+	k.waitLockWaiters(t, 2, del, save)
+	release()
+	noDeadlock(t, del)
+	if err := save.wait(t); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("saving the settings of a room deleted meanwhile: %v", err)
+	}
+}
+
+// A room deleted while its owner removes one of its agents: the removal
+// takes the room's thread first, as the deletion does, instead of the
+// room's row and then the agent's runs, which the deletion held while it
+// waited for the room's row.
+func TestARoomDeletedWhileOneOfItsAgentsIsRemovedIsDeleted(t *testing.T) {
+	t.Parallel()
+	k := newRoomLocks(t)
+	release := k.hold(t, "SELECT 1 FROM messages WHERE id = $1 FOR KEY SHARE", k.sent.User.ID)
+	del := run("delete the room", func() error {
+		_, err := k.store.DeleteThread(context.Background(), k.user, k.room.ThreadID)
+		return err
+	})
+	k.waitLockWaiters(t, 1, del)
+	remove := run("remove the agent", func() error {
+		return k.store.DeleteRoomAgent(context.Background(), k.user, k.room.ID, k.agent)
+	})
+	k.waitLockWaiters(t, 2, del, remove)
+	release()
+	noDeadlock(t, del)
+	if err := remove.wait(t); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("removing an agent of a room deleted meanwhile: %v", err)
+	}
+}
