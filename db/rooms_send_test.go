@@ -138,3 +138,52 @@ func TestStoppingAnAccountsRunsStopsTheRoomAnswersItAskedFor(t *testing.T) {
 		}
 	}
 }
+
+// The owner's removal of a member stops the runs the member asked for
+// (RoomRunsToStop, after the removal's commit); an answer of theirs that
+// completes just then must not hand on to new turns that nobody may
+// decide. Likewise once the asker's account is gone.
+func TestAnAnswerAskedBySomeoneNoLongerInTheRoomHandsOnToNobody(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	owner, ws := newUser(t, store, "owner@example.com")
+	member, _ := newUser(t, store, "member@example.com")
+	room, err := store.CreateRoom(ctx, owner.ID, ws.ID, "Room")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, store, "INSERT INTO room_members (room_id, user_id, role) VALUES ($1, $2, 'member')", room.ID, member.ID)
+	var a, b int64
+	for _, x := range []struct {
+		id   *int64
+		name string
+	}{{&a, "a"}, {&b, "b"}} {
+		if err := store.Pool.QueryRow(ctx, "INSERT INTO room_agents (room_id, name) VALUES ($1, $2) RETURNING id", room.ID, x.name).Scan(x.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	posted, err := store.PostToRoom(ctx, member.ID, db.RoomPost{Room: room.ID, Content: "@a", Agents: []int64{a}, DefaultModel: "m", Route: chatRoute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := posted.Runs[0]
+	mustExec(t, store, "UPDATE runs SET status = 'completed' WHERE id = $1", answered.ID)
+
+	if err := store.RemoveRoomMember(ctx, owner.ID, room.ID, member.ID); err != nil {
+		t.Fatal(err)
+	}
+	handed, err := store.QueueRoomMentions(ctx, answered, []int64{b}, "m", chatRoute)
+	if err != nil || len(handed.Runs) != 0 {
+		t.Fatalf("a removed member's answer handed on: %d runs, %v", len(handed.Runs), err)
+	}
+	gone := answered
+	gone.AskedBy = nil
+	mustExec(t, store, "INSERT INTO room_members (room_id, user_id, role) VALUES ($1, $2, 'member')", room.ID, member.ID)
+	if handed, err := store.QueueRoomMentions(ctx, gone, []int64{b}, "m", chatRoute); err != nil || len(handed.Runs) != 0 {
+		t.Fatalf("an answer whose asker's account is gone handed on: %d runs, %v", len(handed.Runs), err)
+	}
+	if handed, err := store.QueueRoomMentions(ctx, answered, []int64{b}, "m", chatRoute); err != nil || len(handed.Runs) != 1 {
+		t.Fatalf("a member's answer, back in the room, hands on: %d runs, %v", len(handed.Runs), err)
+	}
+}
