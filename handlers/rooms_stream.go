@@ -80,6 +80,14 @@ func (h *roomStreams) events(w http.ResponseWriter, r *http.Request) {
 	s.run(ctx)
 }
 
+// every is how often a room's stream reads the room without a note.
+func (h *roomStreams) every() time.Duration {
+	if h.recheck > 0 {
+		return h.recheck
+	}
+	return roomRecheck
+}
+
 // resumePoint is the message after which a room's stream starts.
 func resumePoint(r *http.Request) int64 {
 	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
@@ -129,11 +137,7 @@ func (s *roomSession) run(ctx context.Context) {
 	// Watch before the first read: a change between the two is not missed.
 	noted, unwatch := s.h.rt.WatchThread(thread)
 	defer unwatch()
-	every := s.h.recheck
-	if every <= 0 {
-		every = roomRecheck
-	}
-	recheck := time.NewTicker(every)
+	recheck := time.NewTicker(s.h.every())
 	defer recheck.Stop()
 	beat := time.NewTicker(roomHeartbeat)
 	defer beat.Stop()
@@ -284,12 +288,23 @@ func (s *roomSession) follow(ctx context.Context, cancel context.CancelFunc, roo
 			case errors.Is(err, errStreamEnded):
 				cancel() // the browser left: the whole stream ends
 				return
-			case err != nil:
-				slog.Warn("room stream: follow", "run", run, "err", err)
+			case errors.Is(err, db.ErrNotFound):
+				// The run is gone (its room with it: the session ends).
 				s.mu.Lock()
-				delete(s.following, run) // followed again at the next round
+				delete(s.following, run)
 				s.mu.Unlock()
 				return
+			case err != nil:
+				// A read failed: again after the recheck interval, from a
+				// fresh snapshot. The session's rounds append only what is
+				// new, so nothing else would follow this answer again.
+				slog.Warn("room stream: follow", "run", run, "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(s.h.every()):
+				}
+				continue
 			}
 			// Dropped for lagging: again, from a fresh snapshot.
 		}
