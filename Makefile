@@ -33,6 +33,12 @@ lint: ## gofmt, go vet, templ generate and go mod tidy must leave no diff
 	  if [ -n "$$(git status --porcelain -- '*_templ.go')" ]; then \
 	    echo "go tool templ generate changed generated files:"; git status --porcelain -- '*_templ.go'; exit 1; fi
 
+.PHONY: screens
+screens: deps-test ## screenshots of the main screens at 1280x900 and 390x844, light and dark, into screens/ (a browser test; ~1 min)
+	@rm -rf screens && mkdir -p screens
+	WEFT_ARTIFACTS=$(CURDIR) $(GO) test ./handlers -run '^TestBrowserEveryMainPageFits' -count=1 -timeout 10m
+	@ls screens/*.png | wc -l | xargs printf '%s screenshots in screens/\n'
+
 FUZZTIME ?= 30s
 FUZZPKGS ?= ./extract/ ./media/ ./views/ ./chat/ ./handlers/ ./importer/
 

@@ -345,6 +345,7 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/m/{id}/select", "/m/" + M + "/select", nil, nil, want{303, 404, login}},
 		{"POST", "/m/{id}/fork", "/m/" + M + "/fork", nil, nil, want{303, 404, login}},
 		{"POST", "/m/{id}/delete", "", nil, freshMessage, want{303, 404, login}},
+		{"GET", "/m/{id}/markdown", "/m/" + M + "/markdown", nil, nil, want{200, 404, login}},
 		{"POST", "/clears/{id}/undo", "", nil, freshClear, want{303, 404, login}},
 		{"GET", "/search", "/search?q=hi", nil, nil, want{200, 200, login}},
 		{"GET", "/archived", "/archived", nil, nil, want{200, 200, login}},

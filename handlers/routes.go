@@ -355,6 +355,7 @@ func (e *endpoints) conversationRoutes(r chi.Router) {
 	r.Post("/m/{id}/select", ms.selectBranch)
 	r.Post("/m/{id}/fork", ms.fork)
 	r.Post("/m/{id}/delete", ms.delete)
+	r.Get("/m/{id}/markdown", (&messageMarkdown{store: e.store}).show)
 	r.Post("/clears/{id}/undo", th.undoClear)
 	r.Post("/runs/{id}/cancel", e.runs.cancel)
 	e.treeRoutes(r) // labels and branch summaries

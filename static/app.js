@@ -138,16 +138,17 @@
     }
   });
 
-  // Stick to the bottom while new text arrives, unless the reader scrolled up.
+  // Stick to the bottom while new text arrives, unless the reader scrolled
+  // up. Only a thread (#messages) follows its end: a swap on another page
+  // (a knowledge base's documents refreshing) leaves the reader where they are.
   const nearBottom = () => window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
   let stick = true;
+  const follow = () => {
+    if (stick && document.getElementById("messages")) window.scrollTo(0, document.body.scrollHeight);
+  };
   window.addEventListener("scroll", () => { stick = nearBottom(); }, { passive: true });
-  document.addEventListener("htmx:afterSwap", () => {
-    if (stick) window.scrollTo(0, document.body.scrollHeight);
-  });
-  document.addEventListener("htmx:sseMessage", () => {
-    if (stick) window.scrollTo(0, document.body.scrollHeight);
-  });
+  document.addEventListener("htmx:afterSwap", follow);
+  document.addEventListener("htmx:sseMessage", follow);
 })();
 
 // Keyboard and drafts: Ctrl/Cmd+K focuses search; ↑ in an empty composer
@@ -454,4 +455,257 @@ acceptFileDrops("form[data-drop]", (form, files) => {
     event.preventDefault();
     event.stopImmediatePropagation();
   }, true);
+})();
+
+// The shell: the theme toggle and, on a narrow window, the sidebar drawer.
+(function () {
+  "use strict";
+
+  // Theme: the toggle flips between light and dark. A choice equal to the
+  // system's scheme is not stored, so toggling twice follows the system
+  // again; theme.js applies a stored one before the first paint.
+  const KEY = "weft:theme";
+  const systemDark = window.matchMedia("(prefers-color-scheme: dark)");
+  const isDark = () => (document.documentElement.dataset.theme || (systemDark.matches ? "dark" : "light")) === "dark";
+  const showTheme = () => {
+    document.querySelectorAll('[data-testid="theme-toggle"]').forEach((b) => b.setAttribute("aria-pressed", String(isDark())));
+  };
+  const setTheme = (dark) => {
+    const root = document.documentElement;
+    try {
+      if (dark === systemDark.matches) {
+        delete root.dataset.theme;
+        localStorage.removeItem(KEY);
+      } else {
+        root.dataset.theme = dark ? "dark" : "light";
+        localStorage.setItem(KEY, root.dataset.theme);
+      }
+    } catch {
+      root.dataset.theme = dark ? "dark" : "light"; // not kept, but shown
+    }
+    showTheme();
+  };
+  systemDark.addEventListener("change", showTheme);
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", showTheme);
+  } else {
+    showTheme();
+  }
+  // Another tab changed it.
+  window.addEventListener("storage", (event) => {
+    if (event.key !== KEY) return;
+    if (event.newValue === "light" || event.newValue === "dark") {
+      document.documentElement.dataset.theme = event.newValue;
+    } else {
+      delete document.documentElement.dataset.theme;
+    }
+    showTheme();
+  });
+
+  // Drawer: .app[data-drawer] is "open" or "closed"; app.css shows it as a
+  // drawer only below its phone breakpoint (keep the width in step). While
+  // it is open the page behind it is inert (the keyboard stays in the
+  // drawer); opening moves the focus into it; Esc, the scrim or the close
+  // button shut it and bring the focus back to the menu button, and so
+  // does a window grown past the breakpoint.
+  const phone = window.matchMedia("(max-width: 860px)");
+  const app = () => document.querySelector(".app");
+  const opener = () => document.querySelector("[data-drawer-open]");
+  const setDrawer = (open) => {
+    const shell = app();
+    if (!shell) return;
+    shell.dataset.drawer = open ? "open" : "closed";
+    shell.querySelectorAll(":scope > .main, :scope > .topbar").forEach((el) => { el.inert = open; });
+    const button = opener();
+    if (button) button.setAttribute("aria-expanded", String(open));
+    if (open) {
+      const first = document.querySelector("#sidebar .drawer-close");
+      if (first) first.focus();
+    } else if (button && document.getElementById("sidebar")?.contains(document.activeElement)) {
+      button.focus();
+    }
+  };
+
+  document.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    if (!target) return;
+    if (target.closest('[data-testid="theme-toggle"]')) {
+      setTheme(!isDark());
+    } else if (target.closest("[data-drawer-open]")) {
+      setDrawer(true);
+    } else if (target.closest("[data-drawer-close]")) {
+      setDrawer(false);
+    }
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && app()?.dataset.drawer === "open") {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      setDrawer(false);
+    }
+  }, true);
+  // A page restored from the back/forward cache starts with the drawer
+  // shut; so does a window grown past the phone breakpoint.
+  window.addEventListener("pageshow", () => { if (app()?.dataset.drawer === "open") setDrawer(false); });
+  phone.addEventListener("change", () => { if (!phone.matches && app()?.dataset.drawer === "open") setDrawer(false); });
+})();
+
+// Issue 21: what a person expects of an answer. One polite live region
+// announces short news (a status change, a finished answer, "copied")
+// once each, instead of every streamed token; the copy button of every
+// message copies its markdown; an answer that finishes while the tab is
+// hidden marks the tab's title and, when turned on in Settings, shows a
+// notification.
+(function () {
+  "use strict";
+
+  // The region exists before anything is said in it (screen readers ignore
+  // regions that appear together with their text).
+  const announcer = document.createElement("div");
+  announcer.id = "announcer";
+  announcer.className = "visually-hidden";
+  announcer.setAttribute("aria-live", "polite");
+  announcer.setAttribute("aria-atomic", "true");
+  announcer.dataset.testid = "announcer";
+  document.body.append(announcer);
+  let lastSaid = "";
+  const say = (text) => {
+    // The same words twice in a row are said again only after a change.
+    announcer.textContent = text === lastSaid ? text + "\u00a0" : text;
+    lastSaid = text;
+  };
+
+  // The run's status, when its label changes (status events also repeat it).
+  document.addEventListener("htmx:sseMessage", (event) => {
+    if (!event.detail || event.detail.type !== "status") return;
+    const status = event.target.querySelector && event.target.querySelector('[data-testid="run-status"]');
+    if (status && status.textContent.trim() !== event.target.dataset.said) {
+      event.target.dataset.said = status.textContent.trim();
+      say(event.target.dataset.said);
+    }
+  });
+
+  // Copy a whole message: its markdown comes from GET /m/{id}/markdown.
+  // The clipboard is written during the click (Safari requires that) with a
+  // promise of the text; without the async clipboard API (plain http on a
+  // LAN address is not a secure context) a hidden textarea and the old copy
+  // command do it.
+  const resetTimers = new WeakMap();
+  const copied = (button, ok) => {
+    const label = button.querySelector(".copy-message-label");
+    button.classList.toggle("copied", ok);
+    if (label) label.textContent = ok ? "Copied" : "Not copied";
+    say(ok ? "Message copied" : "The message could not be copied");
+    clearTimeout(resetTimers.get(button));
+    resetTimers.set(button, setTimeout(() => {
+      button.classList.remove("copied");
+      if (label) label.textContent = "Copy";
+    }, 1500));
+  };
+  const copyCommand = (text, button) => {
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.className = "visually-hidden";
+    document.body.append(area);
+    area.select();
+    let ok = false;
+    try { ok = document.execCommand("copy"); } catch { ok = false; }
+    area.remove();
+    button.focus();
+    return ok;
+  };
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest && event.target.closest("button[data-copy-message]");
+    if (!button) return;
+    const text = fetch(button.dataset.copyMessage, { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.text() : Promise.reject(new Error("HTTP " + r.status))));
+    const clip = window.isSecureContext && navigator.clipboard;
+    let written;
+    if (clip && window.ClipboardItem && clip.write) {
+      const blob = text.then((t) => new Blob([t], { type: "text/plain" }));
+      written = clip.write([new ClipboardItem({ "text/plain": blob })]).catch(() => text.then((t) => clip.writeText(t)));
+    } else if (clip) {
+      written = text.then((t) => clip.writeText(t));
+    } else {
+      written = Promise.reject(new Error("no clipboard API"));
+    }
+    written.then(() => copied(button, true),
+      () => text.then((t) => copied(button, copyCommand(t, button)), () => copied(button, false)));
+  });
+
+  // A finished answer. The "done" event replaces the placeholder; its id
+  // is remembered before the swap and the new element is read after it.
+  const finishing = new Set();
+  document.addEventListener("htmx:sseBeforeMessage", (event) => {
+    if (event.detail && event.detail.type === "done" && event.target.id) finishing.add(event.target.id);
+  });
+  document.addEventListener("htmx:load", (event) => {
+    const el = event.target;
+    if (!(el instanceof Element) || !finishing.delete(el.id)) return;
+    const how = { complete: "finished", cancelled: "stopped", error: "failed", interrupted: "interrupted" }[el.dataset.status] || "finished";
+    const body = el.querySelector('[data-testid="message-body"]');
+    const start = body ? body.textContent.trim().replace(/\s+/g, " ").slice(0, 160) : "";
+    say("Answer " + how + (start ? ": " + start : "."));
+    if (document.visibilityState === "hidden") noticeInBackground(how, start);
+  });
+
+  // The title keeps the count of answers finished unseen until the tab is
+  // shown again.
+  let unseen = 0;
+  let plainTitle = document.title;
+  const noticeInBackground = (how, start) => {
+    if (unseen === 0) plainTitle = document.title;
+    unseen++;
+    document.title = (unseen === 1 ? "Answer " + how : unseen + " answers finished") + " · " + plainTitle;
+    if (!notifying()) return;
+    const thread = document.getElementById("thread-title");
+    try {
+      const n = new Notification("Answer " + how + (thread ? " · " + thread.textContent.trim() : ""), {
+        body: start, tag: "weft:" + location.pathname,
+      });
+      n.addEventListener("click", () => { window.focus(); n.close(); });
+    } catch {
+      // Chrome on Android only notifies through a service worker; the
+      // title still says it.
+    }
+  };
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible" && unseen > 0) {
+      unseen = 0;
+      document.title = plainTitle;
+    }
+  });
+
+  // Notifications are opt-in per browser: Settings' button asks for the
+  // permission (only on that click) and keeps the choice in localStorage.
+  const NOTIFY_KEY = "weft:notify";
+  const notifying = () => "Notification" in window && Notification.permission === "granted" &&
+    localStorage.getItem(NOTIFY_KEY) === "on";
+  const showNotifyState = () => {
+    const button = document.querySelector("[data-notify-toggle]");
+    const state = document.querySelector("[data-notify-state]");
+    if (!button || !("Notification" in window)) return;
+    button.hidden = false;
+    button.setAttribute("aria-pressed", String(notifying()));
+    if (state) {
+      state.textContent = Notification.permission === "denied"
+        ? "This browser blocks Weft's notifications: allow them in the browser's site settings."
+        : notifying() ? "On: this browser shows a notification when an answer finishes in the background." : "Off.";
+    }
+  };
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest && event.target.closest("[data-notify-toggle]");
+    if (!button || !("Notification" in window)) return;
+    if (notifying()) {
+      localStorage.removeItem(NOTIFY_KEY);
+      showNotifyState();
+      return;
+    }
+    Notification.requestPermission().then((permission) => {
+      if (permission === "granted") localStorage.setItem(NOTIFY_KEY, "on");
+      showNotifyState();
+    });
+  });
+  showNotifyState();
 })();

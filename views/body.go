@@ -14,7 +14,8 @@ import (
 // rendering is stored with it (db.StoreRenderedBody) and used only while it
 // matches: bump it whenever the markdown renderer, the sanitizer policy, the
 // citation links or the placeholders change what a message renders to.
-const RendererVersion = 1
+// 2: TeX math as MathML (issue 21).
+const RendererVersion = 2
 
 // MessageBodyHTML is the sanitized HTML of an answer's body: its markdown
 // with the [n] markers of the sources it cites linked. It is what

@@ -97,3 +97,26 @@ func CompactionOf(m db.Message) int64 { return metaOf(m).Usage.CompactionID }
 
 // SourcesOf returns the sources stored on a rag answer.
 func SourcesOf(m db.Message) []db.Source { return metaOf(m).Sources }
+
+// filesHint says what the composer accepts as attachments.
+func filesHint(c ComposerData) string {
+	return "Up to " + strconv.Itoa(c.MaxFiles) + " files of " + fileSize(c.MaxFileBytes) +
+		" each: images for vision models; PDF, DOCX, text, Markdown, CSV and HTML are read as text."
+}
+
+// routeBadge is the label and the tooltip of an answer's route ("" for a
+// message that is not an answer or has no route).
+func routeBadge(m db.Message) (label, title string) {
+	if m.Role != db.RoleAssistant {
+		return "", ""
+	}
+	switch metaOf(m).Route {
+	case db.RouteChat:
+		return "chat", "Answered by the model from the conversation"
+	case db.RouteRAG:
+		return "knowledge", "Answered from your knowledge bases, with sources"
+	case db.RouteAgent:
+		return "agent", "Answered by the agent, with tools"
+	}
+	return "", ""
+}

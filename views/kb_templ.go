@@ -227,7 +227,7 @@ func KBList(d KBListData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</select></label> <button type=\"submit\">Create</button></form></section>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</select></label> <button type=\"submit\" class=\"primary\">Create</button></form></section>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -394,7 +394,7 @@ func KBPage(d KBPageData) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "\" enctype=\"multipart/form-data\" data-testid=\"kb-upload\" class=\"kb-upload\" data-drop><input type=\"file\" name=\"files\" multiple required accept=\".pdf,.docx,.html,.htm,.md,.markdown,.txt,.csv,text/plain,text/markdown,text/csv,text/html,application/pdf,application/vnd.openxmlformats-officedocument.wordprocessingml.document\"> <button type=\"submit\">Upload</button><p class=\"hint\">PDF, DOCX, HTML, Markdown, plain text or CSV, up to ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "\" enctype=\"multipart/form-data\" data-testid=\"kb-upload\" class=\"kb-upload\" data-drop><input type=\"file\" name=\"files\" multiple required aria-label=\"Documents to upload\" accept=\".pdf,.docx,.html,.htm,.md,.markdown,.txt,.csv,text/plain,text/markdown,text/csv,text/html,application/pdf,application/vnd.openxmlformats-officedocument.wordprocessingml.document\"> <button type=\"submit\" class=\"primary\">Upload</button><p class=\"hint\">PDF, DOCX, HTML, Markdown, plain text or CSV, up to ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

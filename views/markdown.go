@@ -28,7 +28,8 @@ import (
 //  1. goldmark (GFM, no raw HTML: html.WithUnsafe is deliberately absent, so
 //     HTML in the source becomes an "<!-- raw HTML omitted -->" comment) with
 //     fenced code highlighted on the server by chroma using CSS classes only
-//     (the CSP forbids style attributes; see static/chroma.css);
+//     (the CSP forbids style attributes; see static/chroma.css) and TeX math
+//     converted to MathML (markdown_math.go, mathml.go);
 //  2. one bluemonday allowlist that only admits what stage 1 emits, as a
 //     second line of defence;
 //  3. the copy buttons and task-list checkboxes are put in after sanitizing:
@@ -50,6 +51,7 @@ var markdown = goldmark.New(
 		extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
 		extension.Strikethrough,
 		extension.TaskList,
+		mathExtension{},
 		highlighting.NewHighlighting(
 			highlighting.WithFormatOptions(chromahtml.WithClasses(true)),
 			highlighting.WithGuessLanguage(false),
@@ -111,6 +113,7 @@ var markdownPolicy = func() *bluemonday.Policy {
 	// <button> or <input>: see markdownFinish.
 	p.AllowAttrs("class").Matching(markdownClass).OnElements("code", "pre", "span", "div")
 
+	allowMathML(p)
 	return p
 }()
 

@@ -48,6 +48,20 @@ var pathological = []struct {
 	{"code blocks", func(n int) string { return strings.Repeat("```go\nfunc f() { return `x` }\n```\n\n", n/37) }},
 	{"code line", func(n int) string { return "```go\n" + strings.Repeat("x", n) + "\n```\n" }},
 	{"unclosed fence of links", func(n int) string { return "``` a`b\n" + strings.Repeat("[a](", n/4) }},
+	// Math (markdown_math.go): openers without closers, and blocks the
+	// converter must walk in linear time.
+	{"dollar openers", func(n int) string { return strings.Repeat(" $a", n/3) }},
+	{"dollar openers, one far closer", func(n int) string { return strings.Repeat(" $a", n/3) + "b$" }},
+	{"display dollars", func(n int) string { return strings.Repeat("$$a ", n/4) }},
+	{"bracket openers", func(n int) string { return strings.Repeat(`\[a `, n/4) }},
+	{"paren openers", func(n int) string { return strings.Repeat(`\(a `, n/4) }},
+	{"bracket openers on lines", func(n int) string { return strings.Repeat("\\[a\n", n/4) }},
+	{"math block", func(n int) string { return "$$\n" + strings.Repeat(`\frac{a}{b} + `, n/14) + "\n$$\n" }},
+	{"math braces", func(n int) string { return "$$\n" + strings.Repeat("{", n/2) + strings.Repeat("}", n/2) + "\n$$\n" }},
+	{"math cells", func(n int) string { return "$$\n" + strings.Repeat(`a & b \\ `, n/9) + "\n$$\n" }},
+	{"math scripts", func(n int) string { return strings.Repeat("$x^{y}_{z}$ ", n/12) }},
+	{"math blocks", func(n int) string { return strings.Repeat("$$\n\\sqrt{x}\n$$\n\n", n/16) }},
+	{"unclosed math block of links", func(n int) string { return "$$\n" + strings.Repeat("[a](", n/4) }},
 }
 
 // partCost is a deterministic stand-in for goldmark's work on src: the sum

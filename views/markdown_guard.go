@@ -25,7 +25,9 @@ import (
 //     part is bounded by a function of the part's size, the parts are at
 //     most mdGroup bytes and together at most 1.5× the input, so the total
 //     is linear. A top-level fenced code block is kept whole: its lines are
-//     not parsed inline, so goldmark's work on it is linear;
+//     not parsed inline, so goldmark's work on it is linear. So is a
+//     displayed math block ($$ or \[ alone on a line): its lines are TeX,
+//     converted in linear time;
 //   - chroma highlights at most maxHighlightBytes of code in one message;
 //     the rest is shown as plain escaped code.
 //
@@ -82,7 +84,8 @@ type mdBlock struct {
 	start, end int
 	// fence: the block is one top-level fenced code block, from its opening
 	// fence (at the start of a line, after a blank line or at the start of
-	// the text) through its closing fence (or the end of the text).
+	// the text) through its closing fence (or the end of the text); or a
+	// displayed math block, by the same rules (mathBlockOpener).
 	fence bool
 }
 
@@ -114,6 +117,8 @@ func mdBlocks(src []byte) []mdBlock {
 			}
 		case i == start && fenceOpener(line) != nil:
 			fence = fenceOpener(line)
+		case i == start && mathBlockOpener(line) != nil:
+			fence = mathBlockOpener(line)
 		case len(bytes.TrimSpace(line)) == 0:
 			out = append(out, mdBlock{start: start, end: end})
 			start = end
@@ -137,8 +142,26 @@ func fenceOpener(line []byte) []byte {
 	return m
 }
 
-// isFenceCloser reports whether line closes the fence opened by marker.
+// mathBlockOpener is the closer of a displayed math block ("$$" or `\]`)
+// that line opens at column 0 with nothing else on it, or nil. Such a
+// block is kept whole like fenced code: goldmark does not parse its lines
+// inline and the converter is linear (markdown_math.go, mathml.go).
+func mathBlockOpener(line []byte) []byte {
+	switch string(bytes.TrimRight(line, " \t\r\n")) {
+	case "$$":
+		return []byte("$$")
+	case `\[`:
+		return []byte(`\]`)
+	}
+	return nil
+}
+
+// isFenceCloser reports whether line closes the fence opened by marker
+// (for math, a line ending with the closer, as mathBlockParser reads it).
 func isFenceCloser(line, marker []byte) bool {
+	if marker[0] == '$' || marker[0] == '\\' {
+		return bytes.HasSuffix(bytes.TrimRight(line, " \t\r\n"), marker)
+	}
 	i := 0
 	for i < 3 && i < len(line) && line[i] == ' ' {
 		i++

@@ -174,6 +174,14 @@ func TestTheHTMLPolicyAloneStripsWhatMarkdownMustNotLetThrough(t *testing.T) {
 		{`<button type="button" class="copy" data-copy>x</button>`, `x`},
 		{`<button type="submit" formaction="/x">x</button>`, `x`},
 		{`<input type="checkbox" disabled>`, ``},
+		// MathML: the presentation elements the converter writes, with its
+		// attributes and values; nothing that can hold HTML or act.
+		{`<math><mtext><table><mglyph><style><img src=x onerror=alert(1)>`, `<math><mtext><table>`},
+		{`<math><semantics><annotation-xml encoding="text/html"><b>x</b></annotation-xml></semantics></math>`, `<math>x</math>`},
+		{`<math href="javascript:alert(1)" display="inline"><maction actiontype="statusline"><mi xlink:href="https://x.example/" mathvariant="bold">x</mi></maction></math>`,
+			`<math><mi>x</mi></math>`},
+		{`<math display="block"><mo stretchy="true" form="prefix" minsize="1.2em" lspace="9em">(</mo><mspace width="1em" height="9em"></mspace><mtd class="math-l other"></mtd></math>`,
+			`<math display="block"><mo stretchy="true" form="prefix" minsize="1.2em">(</mo><mspace width="1em"></mspace><mtd></mtd></math>`},
 	} {
 		out := markdownPolicy.Sanitize(tc.src)
 		assertInertWith(t, out, false)
@@ -336,17 +344,32 @@ var (
 	forbiddenAttrPrefixes = []string{"on", "hx-", "data-hx-", "sse-", "data-sse-", "style"}
 	forbiddenElements     = map[atom.Atom]bool{
 		atom.Script: true, atom.Style: true, atom.Iframe: true, atom.Img: true,
-		atom.Svg: true, atom.Math: true, atom.Form: true, atom.Object: true,
+		atom.Svg: true, atom.Form: true, atom.Object: true,
 		atom.Embed: true, atom.Link: true, atom.Meta: true, atom.Base: true,
 		atom.Textarea: true, atom.Select: true, atom.Video: true, atom.Audio: true,
 		atom.Source: true, atom.Picture: true, atom.Frame: true, atom.Frameset: true,
 		atom.Template: true, atom.Noscript: true,
 	}
+	// The MathML the math renderer writes (markdown_math.go); elements of
+	// any other namespace, and these elsewhere, are failures.
+	mathElements = map[string]bool{
+		"math": true, "mrow": true, "mi": true, "mn": true, "mo": true, "mtext": true, "mspace": true,
+		"msub": true, "msup": true, "msubsup": true, "munder": true, "mover": true, "munderover": true,
+		"mfrac": true, "msqrt": true, "mroot": true, "mtable": true, "mtr": true, "mtd": true,
+		"mstyle": true, "mphantom": true, "merror": true,
+	}
+	mathAttrs = map[string]bool{
+		"display": true, "mathvariant": true, "stretchy": true, "fence": true, "form": true,
+		"movablelimits": true, "minsize": true, "maxsize": true, "width": true, "linethickness": true,
+		"accent": true, "accentunder": true, "displaystyle": true, "scriptlevel": true, "class": true,
+	}
 	safeHref = regexp.MustCompile(`^(https?:|mailto:)`) // "http:" alone is inert (found by fuzzing)
 	// A start tag carrying a forbidden attribute (escaped text cannot match:
 	// its "<" is written as &lt;).
 	hostileTag = regexp.MustCompile(`(?i)<[a-z][^>]*\s(on[a-z]+|style|hx-[a-z:-]+|data-hx-[a-z:-]+|sse-[a-z-]+)\s*=`)
-	badScheme  = regexp.MustCompile(`(?i)(href|src|action|formaction)\s*=\s*["']?\s*(javascript|data|vbscript):`)
+	// A start tag with a URL of a forbidden scheme (the text "href=data:" is
+	// no URL: found by fuzzing).
+	badScheme = regexp.MustCompile(`(?i)<[a-z][^>]*\s(href|src|action|formaction)\s*=\s*["']?\s*(javascript|data|vbscript):`)
 )
 
 // assertInert checks out both as a string and as a parsed tree.
@@ -381,7 +404,8 @@ func assertInertWith(t *testing.T, out string, controls bool) {
 		case html.CommentNode:
 			t.Errorf("comment in output: %q", n.Data)
 		case html.ElementNode:
-			if forbiddenElements[n.DataAtom] || n.Namespace != "" {
+			inMath := n.Namespace == "math" && mathElements[n.Data]
+			if forbiddenElements[n.DataAtom] || n.Namespace != "" && !inMath {
 				t.Errorf("forbidden element <%s> (namespace %q) in: %s", n.Data, n.Namespace, out)
 			}
 			for _, a := range n.Attr {
@@ -391,7 +415,7 @@ func assertInertWith(t *testing.T, out string, controls bool) {
 						t.Errorf("forbidden attribute %s=%q on <%s> in: %s", a.Key, a.Val, n.Data, out)
 					}
 				}
-				if !allowedAttrs[key] || a.Namespace != "" {
+				if inMath && !mathAttrs[key] || !inMath && !allowedAttrs[key] || a.Namespace != "" {
 					t.Errorf("unexpected attribute %s=%q on <%s> in: %s", a.Key, a.Val, n.Data, out)
 				}
 				if key == "href" && !safeHref.MatchString(a.Val) {

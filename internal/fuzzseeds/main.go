@@ -90,6 +90,14 @@ func markdownSeeds() []seed {
 		"\xff\xfe<scr\x00ipt>\xc3\x28 [a](\xe2\x82)",
 		"x\n\nevent: done\ndata: <b>\r\n\r\nretry: 1",
 		strings.Repeat("x\n", (256<<10)/2+1), // past the markdown limit
+		// math (views/markdown_math.go)
+		"$e^{i\\pi}+1=0$ \\(x_1\\) $$\\frac{a}{b}$$ \\[a=b\\] costs $5 and $10",
+		"$$\n\\begin{pmatrix} a & b \\\\ c & d \\end{pmatrix} \\left( \\sum_{i=1}^n \\mathbb{R} \\right)\n$$\n",
+		"\\[\n\\begin{cases} 1 & x > 0 \\\\ 0 & \\text{<b>else</b>} \\end{cases}\n\\]",
+		strings.Repeat(" $a", n/3) + "b$",
+		strings.Repeat(`\[a `, n/4),
+		"$$\n" + strings.Repeat("{", n/2) + strings.Repeat("}", n/2) + "\n$$\n",
+		"$$\n" + strings.Repeat(`a & b \\ `, n/9) + "\n$$\n",
 	}
 	out := make([]seed, len(texts))
 	for i, t := range texts {
