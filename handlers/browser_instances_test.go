@@ -46,11 +46,13 @@ type hop struct {
 }
 
 // steering is a reverse proxy in front of Weft instances named "A" and
-// "B". Sends (POST /t, POST /t/{id}/messages) go to A; a thread page, a
-// run's event stream and its Stop go to the side the test set for them,
-// relative to the instance the database names as running the run (for a
-// thread page: the thread's running run; with none, like the rest); every
-// other request alternates between the two.
+// "B". Sends (POST /t, POST /t/{id}/messages) go to A and a thread page's
+// live watch (GET /t/{id}/watch) to B, so that what a send notes reaches
+// the watch from the other instance; a thread page, a run's event stream
+// and its Stop go to the side the test set for them, relative to the
+// instance the database names as running the run (for a thread page: the
+// thread's running run; with none, like the rest); every other request
+// alternates between the two.
 type steering struct {
 	ts    *httptest.Server
 	store *db.DB
@@ -68,6 +70,7 @@ type hopKey struct{}
 var (
 	stSendPath   = regexp.MustCompile(`^/t(/\d+/messages)?$`)
 	stPagePath   = regexp.MustCompile(`^/t/(\d+)$`)
+	stWatchPath  = regexp.MustCompile(`^/t/\d+/watch$`)
 	stEventsPath = regexp.MustCompile(`^/runs/(\d+)/events$`)
 	stCancelPath = regexp.MustCompile(`^/runs/(\d+)/cancel$`)
 )
@@ -124,6 +127,9 @@ func (s *steering) route(r *http.Request) string {
 	get, post := r.Method == http.MethodGet, r.Method == http.MethodPost
 	if post && stSendPath.MatchString(p) {
 		return "A"
+	}
+	if get && stWatchPath.MatchString(p) {
+		return "B"
 	}
 	if m := stPagePath.FindStringSubmatch(p); get && m != nil {
 		if runner := s.runnerOf(r.Context(), `SELECT instance_id FROM runs WHERE thread_id = $1 AND status = 'running' ORDER BY id DESC LIMIT 1`, m[1]); runner != "" {
@@ -226,10 +232,13 @@ func TestBrowserTwoInstancesBehindAProxyStreamResumeAndStopAnAnswerTheyDoNotRun(
 		}
 		return r.InstanceID
 	}
+	// The page's live watch is one stream on B, besides the run's.
+	watches := map[string]int{"A": 0, "B": 1}
 	streamsOn := func(what, instance string, run int64) {
 		t.Helper()
-		testwait.For(t, what+": the browser's one event stream open on "+instance+" only", chWaitLimit, func() bool {
-			return apps[instance].Handler.OpenStreams() == 1 && apps[stOther(instance)].Handler.OpenStreams() == 0
+		testwait.For(t, what+": the browser's one run stream open on "+instance+" only", chWaitLimit, func() bool {
+			return apps[instance].Handler.OpenStreams() == 1+watches[instance] &&
+				apps[stOther(instance)].Handler.OpenStreams() == watches[stOther(instance)]
 		})
 		if got := lb.served(http.MethodGet, fmt.Sprintf("/runs/%d/events", run)); len(got) == 0 || got[len(got)-1] != instance {
 			t.Fatalf("%s: run %d's event streams were served by %q, want the last by %s", what, run, got, instance)

@@ -410,9 +410,9 @@ acceptFileDrops("form[data-drop]", (form, files) => {
   // The other way round: the thread's watch may have drawn a message
   // before the send that wrote it answers; the send's copy is dropped.
   document.addEventListener("htmx:beforeSwap", (event) => {
-    const form = event.target;
     const d = event.detail;
-    if (!form.matches || !form.matches("form.composer") || !d.shouldSwap || !d.target || d.target.id !== "messages") return;
+    const form = d.requestConfig && d.requestConfig.elt;
+    if (!form || !form.matches("form.composer") || !d.shouldSwap || !d.target || d.target.id !== "messages") return;
     const tpl = document.createElement("template");
     tpl.innerHTML = d.serverResponse;
     const shown = [...tpl.content.children].filter((el) => el.matches('[data-testid="message"]') && el.id && document.getElementById(el.id));
