@@ -29,35 +29,46 @@ func ltCount(id string) string {
 	return fmt.Sprintf(`document.querySelectorAll('[data-testid=message][data-message-id=%q]').length`, id)
 }
 
-func TestBrowserAMessageSentInOneTabAppearsInTheOtherTabAndOnAnotherDeviceAndItsAnswerStreamsThere(t *testing.T) {
-	t.Parallel()
-	u := newChatUI(t, testenv.Options{})
+// ltNamed is a tab and how a failure names it.
+type ltNamed struct {
+	name string
+	tab  chTab
+}
+
+// ltThread starts a thread in u's tab, waits for its first answer, opens
+// it in a second tab of the same browser and returns that tab and the
+// thread's URL.
+func ltThread(t *testing.T, u *chatUI) (chTab, string) {
+	t.Helper()
 	u.startThread(u.chTab, "hello")
 	u.wait("the first answer", chLast+`.dataset.status === "complete"`)
 	thread := u.location()
-
-	// A second tab of the same browser (the same session), and another
-	// device: a browser context of its own, signed in again.
 	tabCtx, closeTab := chromedp.NewContext(u.ctx)
-	defer closeTab()
+	t.Cleanup(closeTab)
 	tab2 := chTab{t: t, ctx: tabCtx}
+	tab2.do("open the thread in a second tab", chromedp.Navigate(thread), waitFor(chLast))
+	return tab2, thread
+}
+
+func TestBrowserAMessageSentInOneTabAppearsInTheOtherTabAndOnAnotherDeviceAndItsAnswerStreamsThere(t *testing.T) {
+	t.Parallel()
+	u := newChatUI(t, testenv.Options{})
+	tab2, thread := ltThread(t, u)
+	// Another device: a browser context of its own, signed in again.
 	devCtx, closeDev := chromedp.NewContext(u.ctx, chromedp.WithNewBrowserContext())
 	defer closeDev()
 	device := chTab{t: t, ctx: devCtx}
-	device.do("sign in on the other device",
+	device.do("sign in on the other device and open the thread",
 		chromedp.Navigate(u.app.TS.URL+"/login"),
 		typeInto(`input[name=email]`, u.email),
 		typeInto(`input[name=password]`, password),
 		submit(`form[data-testid=login]`),
 		chromedp.WaitVisible(css(`[data-testid=composer]`)),
+		chromedp.Navigate(thread), waitFor(chLast),
 	)
-	for _, b := range []struct {
-		name string
-		tab  chTab
-	}{{"tab 1", u.chTab}, {"tab 2", tab2}, {"the other device", device}} {
-		if b.name != "tab 1" {
-			b.tab.do(b.name+": open the thread", chromedp.Navigate(thread), waitFor(chLast))
-		}
+	others := []ltNamed{{"tab 2", tab2}, {"the other device", device}}
+	all := append([]ltNamed{{"tab 1", u.chTab}}, others...)
+	for _, b := range all {
 		ltWatching(b.tab, b.name)
 	}
 
@@ -67,10 +78,7 @@ func TestBrowserAMessageSentInOneTabAppearsInTheOtherTabAndOnAnotherDeviceAndIts
 	u.send("[[slow:60ms]][[tokens:40]] live across tabs")
 	userID := u.str(chUsers + `.at(-1).dataset.messageId`)
 	answerID := u.str(chLast + `.dataset.messageId`)
-	for _, b := range []struct {
-		name string
-		tab  chTab
-	}{{"tab 2", tab2}, {"the other device", device}} {
+	for _, b := range others {
 		b.tab.wait(b.name+": the message and its answer being written, without a reload", fmt.Sprintf(
 			`window.__ltSamePage && %s === 1 && %s.at(-1).textContent.includes("live across tabs") && %s.dataset.messageId === %q && %s.dataset.status === "streaming"`,
 			ltCount(userID), chUsers, chLast, answerID, chLast))
@@ -79,10 +87,7 @@ func TestBrowserAMessageSentInOneTabAppearsInTheOtherTabAndOnAnotherDeviceAndIts
 	release()
 
 	want := chToks(40)
-	for _, b := range []struct {
-		name string
-		tab  chTab
-	}{{"tab 1", u.chTab}, {"tab 2", tab2}, {"the other device", device}} {
+	for _, b := range all {
 		b.tab.wait(b.name+": the answer complete", fmt.Sprintf(`%s.dataset.status === "complete" && %s.dataset.messageId === %q`, chLast, chLast, answerID))
 		if got := chWords(b.tab.str(chBody(chLast))); got != want {
 			t.Errorf("%s: the answer reads %q, want %q", b.name, got, want)
@@ -94,10 +99,7 @@ func TestBrowserAMessageSentInOneTabAppearsInTheOtherTabAndOnAnotherDeviceAndIts
 			t.Errorf("%s reloaded", b.name)
 		}
 	}
-	for _, b := range []struct {
-		name string
-		tab  chTab
-	}{{"tab 2", tab2}, {"the other device", device}} {
+	for _, b := range others {
 		if seen := b.tab.seen(want + " "); len(seen) < 2 {
 			t.Errorf("%s: the answer changed only %d times (%q); want it to stream", b.name, len(seen), seen)
 		}
@@ -121,13 +123,7 @@ func ltSetHidden(b chTab, hidden bool) {
 func TestBrowserAHiddenTabClosesItsLiveWatchAndCatchesUpWhenShownAgain(t *testing.T) {
 	t.Parallel()
 	u := newChatUI(t, testenv.Options{})
-	u.startThread(u.chTab, "hello")
-	u.wait("the first answer", chLast+`.dataset.status === "complete"`)
-	thread := u.location()
-	tabCtx, closeTab := chromedp.NewContext(u.ctx)
-	defer closeTab()
-	tab2 := chTab{t: t, ctx: tabCtx}
-	tab2.do("open the thread in a second tab", chromedp.Navigate(thread), waitFor(chLast))
+	tab2, _ := ltThread(t, u)
 	ltWatching(u.chTab, "tab 1")
 	ltWatching(tab2, "tab 2")
 	if n := u.app.Handler.OpenStreams(); n != 2 {

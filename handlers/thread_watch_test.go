@@ -32,7 +32,14 @@ type liveFixture struct {
 func newLiveFixture(t *testing.T, o testenv.Options) *liveFixture {
 	t.Helper()
 	app := testenv.Start(t, testenv.NewDB(t), o)
-	f := &liveFixture{t: t, app: app, tab1: testenv.NewClient(t, app.TS.URL), tab2: testenv.NewClient(t, app.TS.URL)}
+	return newLiveFixtureOn(t, app, app)
+}
+
+// newLiveFixtureOn is newLiveFixture with the first tab on app and the
+// second on other (instances on one database).
+func newLiveFixtureOn(t *testing.T, app, other *testenv.App) *liveFixture {
+	t.Helper()
+	f := &liveFixture{t: t, app: app, tab1: testenv.NewClient(t, app.TS.URL), tab2: testenv.NewClient(t, other.TS.URL)}
 	f.tab1.Register("live@example.com", password)
 	f.tab2.Login("live@example.com", password)
 	var err error
@@ -168,6 +175,22 @@ func TestASendInOneTabAppearsOnTheOtherTabsLiveWatchAndItsAnswerStreamsThere(t *
 		}
 		return true
 	})
+}
+
+func TestASendOnOneInstanceAppearsOnAThreadWatchServedByAnother(t *testing.T) {
+	t.Parallel()
+	_, _, apps := twoInstances(t)
+	f := newLiveFixtureOn(t, apps["A"], apps["B"])
+	v := f.watchLive(f.tab2, f.leaf(), 0, nil) // served by B
+	r := f.tab1.HTMX(f.path("/messages"), url.Values{"content": {"from A"}})
+	sent := items(r.Body)
+	if len(sent) != 2 {
+		t.Fatalf("the send on A = %d: %.400s", r.StatusCode, r.Body)
+	}
+	got := v.appended(t, 2)
+	if a, b := items(got[0].data)[0], items(got[1].data)[0]; a != sent[0] || b != sent[1] {
+		t.Fatalf("the watch on B appended %s, %s; want %v", a, b, sent)
+	}
 }
 
 func TestAnotherUsersThreadWatchIsANotFound(t *testing.T) {
