@@ -130,9 +130,13 @@ func (rt *Runtime) executeAgent(ctx context.Context, lr *liveRun, r db.Run, room
 	if res.Done {
 		rt.handOn(ctx, r, room, fin.Content)
 	}
+	interrupted := "The server stopped while the agent was working. Resume it from its last step."
+	if room != nil {
+		interrupted = "The server stopped while the agent was working." // a room has no Resume
+	}
 	rt.settle(ctx, lr, r, fin, ending{
 		done: res.Done, err: res.Err, model: r.Model, started: started,
-		interrupted: "The server stopped while the agent was working. Resume it from its last step.",
+		interrupted: interrupted,
 		logAs:       "agent run failed",
 		logged:      func(err error) bool { return !usererr.Is(err) },
 	})

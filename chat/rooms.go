@@ -51,8 +51,9 @@ type RoomSent struct {
 // mentions (@name, in the order of their first mention, each once), else
 // to the room's default agent, else to nobody (it is only posted). A
 // "@name" that is no agent's is text (it may name a member): only an empty
-// or too long message is refused. The first answer starts at once when the
-// room's queue is free.
+// or too long message is refused, or one that asks agents while the member
+// already has RoomPendingPerMember answers waiting (ErrRoomBusy). The
+// first answer starts at once when the room's queue is free.
 func (rt *Runtime) RoomSend(ctx context.Context, user int64, room db.Room, content string) (RoomSent, error) {
 	content, err := validContent(content)
 	if err != nil {
@@ -76,7 +77,10 @@ func (rt *Runtime) RoomSend(ctx context.Context, user int64, room db.Room, conte
 		}
 	}
 	posted, err := rt.store.PostToRoom(ctx, user, db.RoomPost{Room: room.ID, Content: content, Agents: ids,
-		DefaultModel: model, Route: ChooseRoute})
+		DefaultModel: model, Route: ChooseRoute, MaxPending: RoomPendingPerMember})
+	if errors.Is(err, db.ErrRoomQueueFull) {
+		return RoomSent{}, ErrRoomBusy
+	}
 	if err != nil {
 		return RoomSent{}, err
 	}
@@ -88,6 +92,18 @@ func (rt *Runtime) RoomSend(ctx context.Context, user int64, room db.Room, conte
 	}
 	return out, nil
 }
+
+// RoomPendingPerMember is how many answers one member may have queued,
+// running or waiting in a room at once (their hand-ons included): the
+// runs are the owner's, and one member must not fill the room's queue,
+// which every member's page shows, for everyone. A message that asks no
+// agent is always posted.
+const RoomPendingPerMember = 10
+
+// ErrRoomBusy refuses a message that asks agents for answers while its
+// member already has RoomPendingPerMember of them waiting in the room.
+var ErrRoomBusy = usererr.New(fmt.Sprintf("You already have %d answers waiting in this room: wait for them, "+
+	"or stop one, before you ask again.", RoomPendingPerMember))
 
 // ErrNotAsker refuses a room member's action on an answer that only its
 // asker (or, for Stop, the room's owner) may take; its user message names

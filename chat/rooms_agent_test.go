@@ -138,3 +138,19 @@ func TestARoomAgentsToolPolicyNarrowsTheWorkspacesAndItsQuestionGoesToTheAsker(t
 		t.Fatalf("the answer after the question: %s %q", items[len(items)-1].Message.Status, items[len(items)-1].Message.Error)
 	}
 }
+
+func TestARoomAgentsAnswerInterruptedByAShutdownSaysSoWithoutPointingToAResumeRoomsLack(t *testing.T) {
+	t.Parallel()
+	e, _ := newAgentRoomEnv(t)
+	e.agent("builder", "toolie", "", "", true)
+	ctx := context.Background()
+	sent := e.say(e.member, "@builder [[hang]] take your time")
+	testwait.For(t, "the agent to ask the model", 10*time.Second, func() bool { return e.fake.ActiveStreams() == 1 })
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	e.rt.Shutdown(sctx) // the server stops with the answer being written
+	m := e.message(sent.Answers[0].ID)
+	if m.Status != db.MsgInterrupted || m.Error != "The server stopped while the agent was working." {
+		t.Fatalf("the interrupted answer: %s %q", m.Status, m.Error)
+	}
+}

@@ -64,9 +64,10 @@ func (rt *Runtime) RoomAnswer(ctx context.Context, user int64, room db.Room, run
 	return err
 }
 
-// roomStep checks that user, a member of room, asked for run, an answer
-// of the room, and that step (of kind) is run's or one of its
-// sub-agents'; it returns the room as read now.
+// roomStep checks that user, a member of room, asked for the answer that
+// step (of kind) belongs to — its run's, or one of its sub-agents' — named
+// by run (the answer's run, or the sub-agent's own); it returns the room
+// as read now.
 func (rt *Runtime) roomStep(ctx context.Context, user int64, room db.Room, run, step int64, kind, action string) (db.Room, error) {
 	var turn db.RoomTurn
 	err := rt.store.ReadSnapshot(ctx, func(s *db.DB) error {
@@ -78,15 +79,18 @@ func (rt *Runtime) roomStep(ctx context.Context, user int64, room db.Room, run, 
 		if err != nil {
 			return err
 		}
+		// The page names a sub-agent's step with the sub-agent's run
+		// (views.stepURL: the step's own); the rule is its answer's.
+		own := of.ID
 		if of.ParentRunID != nil {
 			if of, err = s.Run(ctx, room.OwnerID, *of.ParentRunID); err != nil {
 				return err
 			}
 		}
-		if st.Kind != kind || of.ID != run || of.ThreadID != room.ThreadID {
+		if st.Kind != kind || (run != of.ID && run != own) || of.ThreadID != room.ThreadID {
 			return db.ErrNotFound
 		}
-		turn, err = s.RoomRun(ctx, room.OwnerID, room.ThreadID, run)
+		turn, err = s.RoomRun(ctx, room.OwnerID, room.ThreadID, of.ID)
 		return err
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package chat_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -172,4 +173,51 @@ func TestTheRoomsLineAndQueueAreReadByMembersOnly(t *testing.T) {
 	if err := e.rt.RoomStop(ctx, e.user.ID, e.as(e.user), sent.Runs[0].ID); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestAMemberHasAtMostTenAnswersWaitingInARoomAndMayStillTalk(t *testing.T) {
+	t.Parallel()
+	e := newRoomEnv(t, chat.Config{})
+	e.agent("slow", "tiny", "", "", false)
+	other, _ := e.newUser("other@example.com")
+	e.join(other)
+	ctx := context.Background()
+
+	var sent []chat.RoomSent
+	for i := range chat.RoomPendingPerMember {
+		sent = append(sent, e.say(e.member, fmt.Sprintf("@slow [[hang]] %d", i)))
+	}
+	_, err := e.rt.RoomSend(ctx, e.member.ID, e.as(e.member), "@slow one more")
+	if msg, _ := usererr.Message(err); !errors.Is(err, chat.ErrRoomBusy) ||
+		msg != "You already have 10 answers waiting in this room: wait for them, or stop one, before you ask again." {
+		t.Fatalf("an eleventh answer asked for: err = %v (%q)", err, msg)
+	}
+	// A message for nobody is still posted, and another member asks for
+	// answers of their own.
+	if s := e.say(e.member, "just talking"); len(s.Runs) != 0 {
+		t.Fatalf("a message without a mention queued %d answers", len(s.Runs))
+	}
+	e.say(other, "@slow [[hang]] mine")
+	// One of hers stopped, she may ask again.
+	if err := e.rt.RoomStop(ctx, e.member.ID, e.as(e.member), sent[0].Runs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the stopped answer to end and the next to run", 10*time.Second, func() bool {
+		r, _ := e.store.Run(ctx, e.user.ID, sent[0].Runs[0].ID)
+		next, _ := e.store.Run(ctx, e.user.ID, sent[1].Runs[0].ID)
+		return r.Status == db.RunCancelled && next.Status == db.RunRunning
+	})
+	e.say(e.member, "@slow [[hang]] again")
+	// The queued answers first, the running one last: nothing starts
+	// while they are stopped.
+	q, err := e.store.RoomQueue(ctx, e.user.ID, e.room.ThreadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(q) - 1; i >= 0; i-- {
+		if err := e.rt.RoomStop(ctx, e.user.ID, e.as(e.user), q[i].Run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.settled()
 }

@@ -111,10 +111,20 @@ func (d *DB) RoomMembers(ctx context.Context, user, room int64) ([]RoomPerson, e
 }
 
 // ownedRoomThread returns the thread of a room the user owns, locking the
-// room's row (ErrNotFound: not a room of theirs).
+// room's thread (FOR KEY SHARE: only the room's deletion waits for it),
+// then the room's row (ErrNotFound: not a room of theirs). The thread
+// comes first because the room's deletion takes it first and the room's
+// row last, through the cascade (run_locks.go).
 func ownedRoomThread(ctx context.Context, tx pgx.Tx, owner, room int64) (int64, error) {
 	var thread int64
-	err := tx.QueryRow(ctx, "SELECT thread_id FROM rooms WHERE id = $2 AND owner_id = $1 FOR UPDATE", owner, room).Scan(&thread)
+	err := tx.QueryRow(ctx, "SELECT thread_id FROM rooms WHERE id = $2 AND owner_id = $1", owner, room).Scan(&thread)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	if err := execOne(ctx, tx, "SELECT 1 FROM threads WHERE id = $1 FOR KEY SHARE", thread); err != nil {
+		return 0, err
+	}
+	err = tx.QueryRow(ctx, "SELECT thread_id FROM rooms WHERE id = $2 AND owner_id = $1 FOR UPDATE", owner, room).Scan(&thread)
 	return thread, mapErr(err)
 }
 
@@ -215,17 +225,19 @@ type RoomSettings struct {
 // as for a room the user does not own.
 func (d *DB) UpdateRoomSettings(ctx context.Context, owner, room int64, s RoomSettings) error {
 	return d.InTx(ctx, func(tx pgx.Tx) error {
+		// The thread (renamed with the room) before the room's row, as
+		// the room's deletion takes them (run_locks.go).
 		var thread int64
-		err := tx.QueryRow(ctx, `UPDATE rooms r SET name = $3, default_agent_id = $4, mention_depth = $5,
-				summarize_at = $6, history_messages = $7, keep_recent = $8, updated_at = now()
-			WHERE r.id = $2 AND r.owner_id = $1
-			  AND ($4::bigint IS NULL OR EXISTS (SELECT 1 FROM room_agents a WHERE a.id = $4 AND a.room_id = r.id))
-			RETURNING r.thread_id`, owner, room, s.Name, s.DefaultAgentID, s.MentionDepth, s.SummarizeAt,
-			s.HistoryMessages, s.KeepRecent).Scan(&thread)
+		err := tx.QueryRow(ctx, `UPDATE threads t SET title = $3, updated_at = now() FROM rooms r
+			WHERE r.id = $2 AND r.owner_id = $1 AND t.id = r.thread_id RETURNING t.id`, owner, room, s.Name).Scan(&thread)
 		if err != nil {
 			return mapErr(err)
 		}
-		if _, err := tx.Exec(ctx, "UPDATE threads SET title = $2, updated_at = now() WHERE id = $1", thread, s.Name); err != nil {
+		if err := execOne(ctx, tx, `UPDATE rooms r SET name = $3, default_agent_id = $4, mention_depth = $5,
+				summarize_at = $6, history_messages = $7, keep_recent = $8, updated_at = now()
+			WHERE r.id = $2 AND r.owner_id = $1
+			  AND ($4::bigint IS NULL OR EXISTS (SELECT 1 FROM room_agents a WHERE a.id = $4 AND a.room_id = r.id))`,
+			owner, room, s.Name, s.DefaultAgentID, s.MentionDepth, s.SummarizeAt, s.HistoryMessages, s.KeepRecent); err != nil {
 			return err
 		}
 		return NoteThreadChanged(ctx, tx, thread)
@@ -307,6 +319,14 @@ func (d *DB) DeleteRoomAgent(ctx context.Context, owner, room, agent int64) erro
 	return d.InTx(ctx, func(tx pgx.Tx) error {
 		thread, err := ownedRoomThread(ctx, tx, owner, room)
 		if err != nil {
+			return err
+		}
+		// Its runs before its answers (run_locks.go): left to the foreign
+		// keys' cascade, the answers would be written first and the runs
+		// last, waiting for an answer's settling (the run, then the
+		// answer) while it waits for the answer.
+		if _, err := tx.Exec(ctx, `UPDATE runs SET room_agent_id = NULL
+			WHERE room_agent_id = (SELECT id FROM room_agents WHERE id = $2 AND room_id = $1)`, room, agent); err != nil {
 			return err
 		}
 		if err := execOne(ctx, tx, "DELETE FROM room_agents WHERE id = $2 AND room_id = $1", room, agent); err != nil {

@@ -31,7 +31,16 @@ type RoomPost struct {
 	// Route chooses each answer's route from its agent's profile: tools
 	// on → agent mode, knowledge bases → searched (chat.ChooseRoute).
 	Route Router
+	// MaxPending, when > 0, refuses a post that asks agents while the
+	// member already has that many answers queued, running or waiting in
+	// the room (ErrRoomQueueFull): the room's runs are its owner's, and
+	// its queue everyone's.
+	MaxPending int
 }
+
+// ErrRoomQueueFull refuses a member's post that asks agents for answers
+// while that member already has RoomPost.MaxPending of them waiting.
+var ErrRoomQueueFull = errors.New("db: too many answers waiting for this member in the room")
 
 // RoomPosted is what a post created.
 type RoomPosted struct {
@@ -44,25 +53,43 @@ type RoomPosted struct {
 // PostToRoom stores a member's message under the room's active leaf, then
 // for each agent a streaming answer with its queued run (asked by the
 // member, depth 0), each under the one before, in one transaction that
-// holds the member's row (a removal waits for it, or it finds no member:
-// ErrNotFound) and the thread's (two posts never attach to one leaf). An
+// holds the thread's row (two posts never attach to one leaf) and the
+// member's (a removal waits for it, or it finds no member: ErrNotFound). An
 // agent that is not the room's (removed meanwhile) is ErrNotFound.
 func (d *DB) PostToRoom(ctx context.Context, user int64, p RoomPost) (RoomPosted, error) {
 	var out RoomPosted
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		// The thread first, then the member's row (run_locks.go): the
+		// room's deletion takes the thread, then, by the cascade, the
+		// members' rows.
 		var thread int64
-		var speaker string
-		err := tx.QueryRow(ctx, `SELECT r.thread_id, `+speakerName+` FROM rooms r
-			JOIN room_members m ON m.room_id = r.id AND m.user_id = $1
-			JOIN users u ON u.id = m.user_id
-			WHERE r.id = $2 FOR SHARE OF m`, user, p.Room).Scan(&thread, &speaker)
+		err := tx.QueryRow(ctx, `SELECT r.thread_id FROM rooms r
+			JOIN room_members m ON m.room_id = r.id AND m.user_id = $1 WHERE r.id = $2`, user, p.Room).Scan(&thread)
 		if err != nil {
 			return err
 		}
 		if out.Thread, err = oneRow[Thread](ctx, tx, "SELECT "+threadCols+" FROM threads WHERE id = $1 FOR UPDATE", thread); err != nil {
 			return err
 		}
+		var speaker string
+		err = tx.QueryRow(ctx, `SELECT `+speakerName+` FROM rooms r
+			JOIN room_members m ON m.room_id = r.id AND m.user_id = $1
+			JOIN users u ON u.id = m.user_id
+			WHERE r.id = $2 AND r.thread_id = $3 FOR SHARE OF m`, user, p.Room, thread).Scan(&speaker)
+		if err != nil {
+			return err
+		}
 		t := out.Thread
+		if p.MaxPending > 0 && len(p.Agents) > 0 {
+			var pending int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE thread_id = $1 AND asked_by = $2
+				AND status IN ('queued', 'running', 'waiting') AND parent_run_id IS NULL`, t.ID, user).Scan(&pending); err != nil {
+				return err
+			}
+			if pending >= p.MaxPending {
+				return ErrRoomQueueFull
+			}
+		}
 		if out.User, err = insertNewMessage(ctx, tx, newMessage{Thread: t.ID, Parent: t.ActiveLeafID, Role: RoleUser,
 			Content: noNUL(p.Content), Status: MsgComplete, Author: &user, Speaker: speaker}); err != nil {
 			return err
@@ -116,19 +143,30 @@ func insertRoomAnswer(ctx context.Context, tx pgx.Tx, t Thread, room, agent, par
 // r is the room run that wrote it (completed). Each agent answers under
 // the room's active leaf, in the order given, asked by r's asker, at r's
 // depth + 1 — only while that depth is within the room's mention depth
-// (none beyond: no loops). The agent that wrote it and agents that
+// (none beyond: no loops) and the asker is still a member (none for
+// someone who left, was removed or whose account is gone). The agent that
+// wrote it and agents that
 // already have a queued turn in the room are skipped. Nothing is queued
-// when r is not a room run of a room of its owner.
+// when r is not a room run of a room of its owner, or when its asker is no
+// longer a member (removed or left as the answer ended, or the account
+// is gone): their access ended, and so do the turns they started. The
+// asker's membership row is held as PostToRoom holds it, so a removal
+// either waits and then stops the turns queued here, or comes first.
 func (d *DB) QueueRoomMentions(ctx context.Context, r Run, agents []int64, defaultModel string, route Router) (RoomPosted, error) {
 	var out RoomPosted
-	if r.AssistantMessageID == nil || len(agents) == 0 {
+	if r.AssistantMessageID == nil || r.AskedBy == nil || len(agents) == 0 {
 		return out, nil
 	}
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		var room int64
 		var maxDepth int
-		err := tx.QueryRow(ctx, `SELECT id, mention_depth FROM rooms WHERE thread_id = $1 AND owner_id = $2`,
-			r.ThreadID, r.OwnerID).Scan(&room, &maxDepth)
+		err := tx.QueryRow(ctx, `SELECT r.id, r.mention_depth FROM rooms r
+			JOIN room_members m ON m.room_id = r.id AND m.user_id = $3
+			WHERE r.thread_id = $1 AND r.owner_id = $2`,
+			r.ThreadID, r.OwnerID, *r.AskedBy).Scan(&room, &maxDepth)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -137,6 +175,17 @@ func (d *DB) QueueRoomMentions(ctx context.Context, r Run, agents []int64, defau
 			return nil
 		}
 		if out.Thread, err = oneRow[Thread](ctx, tx, "SELECT "+threadCols+" FROM threads WHERE id = $1 FOR UPDATE", r.ThreadID); err != nil {
+			return err
+		}
+		// The turns are the asker's (their approvals and questions go to
+		// them): none for someone who left or was removed. The member's
+		// row is held (after the thread's, run_locks.go), so a removal
+		// waits and then stops these turns too.
+		err = tx.QueryRow(ctx, "SELECT 1 FROM room_members WHERE room_id = $1 AND user_id = $2 FOR SHARE", room, *r.AskedBy).Scan(new(int))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT DISTINCT room_agent_id FROM runs

@@ -36,6 +36,14 @@ import (
 // again on the second write, which takes rows out of this order: write a
 // threads row once (DeleteMessage sets the new leaf before the cascade
 // would).
+//
+// A room (issue 20) adds its own rows after the thread's, because the
+// room's deletion (DeleteThread) takes the thread first and the room's
+// rows last, through the cascade: a post and a hand-on take the room's
+// thread before the member's row, and every change of the owner's takes
+// the thread (FOR KEY SHARE, or its UPDATE) before the room's row; an
+// agent's deletion then writes the agent's runs before the cascade writes
+// its answers.
 
 // lockMessageThread reads one of the user's messages and locks its thread,
 // FOR UPDATE: the first lock of a tree edit.

@@ -277,7 +277,9 @@ func (d *DB) DeleteUser(ctx context.Context, actor, target int64, confirm string
 }
 
 // CancelUserRuns stops every run of an account as Stop does (disabling or
-// deleting it): queued runs are cancelled with their empty answers, running
+// deleting it), and the answers it asked for in other people's rooms
+// (runs.asked_by: run as the room's owner, but nobody else may decide
+// their approvals, and the account's access ended): queued runs are cancelled with their empty answers, running
 // and waiting ones get cancel_requested and a stop note, which the
 // instance running each hears at once (or reads at its next flush). It
 // returns the ids of the runs that were running or waiting, for the
@@ -298,7 +300,7 @@ func cancelUserRuns(ctx context.Context, tx pgx.Tx, user int64) ([]int64, error)
 			status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
 			finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
 			cancel_requested = status IN ('running', 'waiting') OR cancel_requested
-		WHERE owner_id = $1 AND status IN ('queued', 'running', 'waiting')
+		WHERE (owner_id = $1 OR asked_by = $1) AND status IN ('queued', 'running', 'waiting')
 		RETURNING id, status, assistant_message_id`, user)
 	if err != nil {
 		return nil, err

@@ -77,6 +77,14 @@ func (h *roomStreams) events(w http.ResponseWriter, r *http.Request) {
 	s.run(ctx)
 }
 
+// every is how often a room's stream reads the room without a note.
+func (h *roomStreams) every() time.Duration {
+	if h.recheck > 0 {
+		return h.recheck
+	}
+	return roomRecheck
+}
+
 // resumePoint is the message after which a stream of messages (a room's, a
 // thread's live watch) starts: the last id a browser reconnecting by itself
 // got, else the query parameter param the page set.
@@ -125,11 +133,7 @@ func (s *roomSession) run(ctx context.Context) {
 	s.mu.Lock()
 	thread := s.room.ThreadID
 	s.mu.Unlock()
-	every := s.h.recheck
-	if every <= 0 {
-		every = roomRecheck
-	}
-	watchLoop(ctx, s.h.rt.WatchThread, thread, every, s.poke, s.out, func() bool { return s.refresh(ctx, cancel) })
+	watchLoop(ctx, s.h.rt.WatchThread, thread, s.h.every(), s.poke, s.out, func() bool { return s.refresh(ctx, cancel) })
 }
 
 // refresh reads the room again: the membership first (gone: the stream
@@ -261,12 +265,23 @@ func (s *roomSession) follow(ctx context.Context, cancel context.CancelFunc, roo
 			case errors.Is(err, errStreamEnded):
 				cancel() // the browser left: the whole stream ends
 				return
-			case err != nil:
-				slog.Warn("room stream: follow", "run", run, "err", err)
+			case errors.Is(err, db.ErrNotFound):
+				// The run is gone (its room with it: the session ends).
 				s.mu.Lock()
-				delete(s.following, run) // followed again at the next round
+				delete(s.following, run)
 				s.mu.Unlock()
 				return
+			case err != nil:
+				// A read failed: again after the recheck interval, from a
+				// fresh snapshot. The session's rounds append only what is
+				// new, so nothing else would follow this answer again.
+				slog.Warn("room stream: follow", "run", run, "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(s.h.every()):
+				}
+				continue
 			}
 			// Dropped for lagging: again, from a fresh snapshot.
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"weft/chat"
 	"weft/db"
@@ -156,6 +157,51 @@ func TestARoomAnswersFinalEventMovesTheResumePointPastIt(t *testing.T) {
 	// 45 is still being written: a reconnection resumes before it.
 	if !strings.HasPrefix(body, "id: 44\nevent: done-42\n") {
 		t.Fatalf("the final event is framed %q, want id 44 and the name done-42", body)
+	}
+	if s.pending[42] {
+		t.Fatal("the ended answer is still counted as being written")
+	}
+}
+
+// flakyFollow is a room stream's runtime whose first Follow of a run fails
+// (a read that failed) and whose next one ends the answer.
+type flakyFollow struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (f *flakyFollow) RoomMessagesAfter(context.Context, int64, db.Room, int64) ([]chat.MessageItem, error) {
+	return nil, nil
+}
+
+func (f *flakyFollow) WatchThread(int64) (<-chan struct{}, func()) { return nil, func() {} }
+
+func (f *flakyFollow) Follow(_ context.Context, _, _ int64, _ string, emit func(chat.FollowEvent) error) error {
+	f.mu.Lock()
+	f.calls++
+	first := f.calls == 1
+	f.mu.Unlock()
+	if first {
+		return errors.New("read run 7: connection reset")
+	}
+	return emit(chat.FollowEvent{Kind: chat.FollowDone})
+}
+
+func TestARoomAnswerWhoseFollowFailedIsFollowedAgainToItsEnd(t *testing.T) {
+	rec := httptest.NewRecorder()
+	es, err := startEventStream(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newRoomSession(&roomStreams{rt: &flakyFollow{}, recheck: time.Millisecond}, 1, db.Room{ID: 5, ThreadID: 9, OwnerID: 1}, 42, es)
+	s.pending[42] = true
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.follow(ctx, cancel, s.room, 42, 7, db.RunRunning)
+	s.wg.Wait() // the follower's goroutine has ended
+	events, _ := parseSSE(rec.Body.String())
+	if len(events) != 1 || events[0][0] != "done-42" {
+		t.Fatalf("the stream reads %q, want the answer's end after its follow failed once", events)
 	}
 	if s.pending[42] {
 		t.Fatal("the ended answer is still counted as being written")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"weft/agent"
 	"weft/chat"
 	"weft/db"
 	"weft/internal/testenv"
@@ -487,4 +488,54 @@ func TestOnlyTheAskerOrTheOwnerStopsARoomsAnswerAndOnlyTheAskerDecidesItsApprova
 		m, err := store.Message(ctx, f.owner.ID, sent.Answers[0].ID)
 		return err == nil && m.Status == db.MsgCancelled
 	})
+}
+
+func TestASubAgentsApprovalInARoomIsDecidedByTheAskerFromTheRoomsPage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	app := testenv.Start(t, store, testenv.Options{DefaultModel: "toolie"})
+	f := newRoomFixture(t, store, app.TS.URL)
+	if _, err := store.AddRoomAgent(ctx, f.owner.ID, f.room.ID, db.RoomAgentInput{Name: "Lead", Model: "toolie", Tools: true}); err != nil {
+		t.Fatal(err)
+	}
+	sent := f.say(app.RT, f.member, "@Lead "+delegation(agent.ToolDelegateTask,
+		map[string]any{"task": `Write it. [[tool:write_file {"path":"r.txt","content":"R"}]]`, "tools": []string{"write_file"}}))
+	// The sub-agent's write asks (write_file asks by default): the
+	// approval is the child run's step.
+	var ap db.Step
+	testwait.For(t, "the sub-agent's approval", 20*time.Second, func() bool {
+		steps, err := store.Steps(ctx, f.owner.ID, sent.Runs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range steps {
+			for _, c := range s.Subagents {
+				for _, cs := range c.Steps {
+					if cs.Kind == db.StepApproval && cs.Status == db.StepPending {
+						ap = cs
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+	// The asker decides it with the form the room's page shows.
+	page := f.memberC.Get(fmt.Sprintf("/rooms/%d", f.room.ID))
+	form := regexp.MustCompile(`data-step-id="` + strconv.FormatInt(ap.ID, 10) + `" method="post" action="([^"]+)"`).FindStringSubmatch(page.Body)
+	if form == nil {
+		t.Fatalf("the room's page shows no form for the sub-agent's approval %d:\n%.4000s", ap.ID, page.Body)
+	}
+	if r := f.memberC.Post(html.UnescapeString(form[1]), url.Values{"decision": {"once"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the asker's decision at %s = %d: %.300s", form[1], r.StatusCode, r.Body)
+	}
+	testwait.For(t, "the answer to end", 20*time.Second, func() bool {
+		m, err := store.Message(ctx, f.owner.ID, sent.Answers[0].ID)
+		return err == nil && m.Status != db.MsgStreaming
+	})
+	st, _, err := store.StepOf(ctx, f.owner.ID, ap.ID)
+	if err != nil || st.Status == db.StepPending {
+		t.Fatalf("the sub-agent's approval after the asker's decision: %s (%v)", st.Status, err)
+	}
 }
