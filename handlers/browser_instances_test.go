@@ -148,10 +148,17 @@ func (s *steering) route(r *http.Request) string {
 	return []string{"A", "B"}[s.next%2]
 }
 
-// pickRun steers a request about run id; a run no instance runs yet is
-// noted as misrouted (the test asserts there are none).
+// pickRun steers a request about run id. A run's stream may be asked for
+// just before an instance claims the run (the thread's live watch draws
+// the answer as soon as the send commits), so the proxy waits a little for
+// the claim; a run no instance runs by then is noted as misrouted (the test
+// asserts there are none).
 func (s *steering) pickRun(r *http.Request, id string, sd side) string {
-	runner := s.runnerOf(r.Context(), `SELECT instance_id FROM runs WHERE id = $1`, id)
+	var runner string
+	testwait.Until(10*time.Second, func() bool {
+		runner = s.runnerOf(r.Context(), `SELECT instance_id FROM runs WHERE id = $1`, id)
+		return runner != "" || r.Context().Err() != nil
+	})
 	if runner == "" {
 		s.mu.Lock()
 		s.misrouted = append(s.misrouted, r.Method+" "+r.URL.Path+": the run has no instance")
