@@ -400,7 +400,10 @@ func (d *DB) ResumeRun(ctx context.Context, user, run int64) (Run, error) {
 				WHERE id = $1`, *r.AssistantMessageID); err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, `UPDATE threads SET active_leaf_id = $2 WHERE id = $1`, r.ThreadID, *r.AssistantMessageID)
+			if _, err := tx.Exec(ctx, `UPDATE threads SET active_leaf_id = $2 WHERE id = $1`, r.ThreadID, *r.AssistantMessageID); err != nil {
+				return err
+			}
+			return NoteThreadChanged(ctx, tx, r.ThreadID)
 		}
 		return err
 	})

@@ -103,6 +103,9 @@ func (d *DB) LeaveBranch(ctx context.Context, user, message int64) (BranchSwitch
 		if _, err := tx.Exec(ctx, "UPDATE threads SET active_leaf_id = $2, updated_at = now() WHERE id = $1", thread, leaf); err != nil {
 			return err
 		}
+		if err := NoteThreadChanged(ctx, tx, thread); err != nil {
+			return err
+		}
 		if !on || oldLeaf == nil || *oldLeaf == leaf {
 			return nil
 		}

@@ -49,7 +49,11 @@ func (d *DB) AddContextClear(ctx context.Context, user, after int64) (Message, e
 		}
 		return Message{}, err
 	}
-	return m, mapErr(err)
+	if err != nil {
+		return Message{}, mapErr(err)
+	}
+	d.noteThreadAfter(ctx, m.ThreadID)
+	return m, nil
 }
 
 // ContextClears returns the clear nodes hanging under any of the given
@@ -79,5 +83,9 @@ func (d *DB) UndoContextClear(ctx context.Context, user, id int64) (Message, err
 		return Message{}, err
 	}
 	m, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Message])
-	return m, mapErr(err)
+	if err != nil {
+		return Message{}, mapErr(err)
+	}
+	d.noteThreadAfter(ctx, m.ThreadID)
+	return m, nil
 }

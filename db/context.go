@@ -123,7 +123,11 @@ func (d *DB) AddCompaction(ctx context.Context, user, through int64, summary str
 		return Message{}, err
 	}
 	m, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Message])
-	return m, mapErr(err)
+	if err != nil {
+		return Message{}, mapErr(err)
+	}
+	d.noteThreadAfter(ctx, m.ThreadID)
+	return m, nil
 }
 
 // Calibration returns how many characters a model's token holds, as learned

@@ -178,8 +178,10 @@ func (d *DB) JumpToLabel(ctx context.Context, user, id int64) (Label, error) {
 		if err := tx.QueryRow(ctx, newestLeafSQL, l.MessageID, user).Scan(&leaf, &thread); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, "UPDATE threads SET active_leaf_id = $2, updated_at = now() WHERE id = $1", thread, leaf)
-		return err
+		if _, err := tx.Exec(ctx, "UPDATE threads SET active_leaf_id = $2, updated_at = now() WHERE id = $1", thread, leaf); err != nil {
+			return err
+		}
+		return NoteThreadChanged(ctx, tx, thread)
 	})
 	return l, mapErr(err)
 }

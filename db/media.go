@@ -367,9 +367,11 @@ func (d *DB) AddImageRequest(ctx context.Context, user, thread int64, prompt, an
 		if md, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Media]); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE threads SET active_leaf_id = $2, last_activity_at = now(), updated_at = now()
-			WHERE id = $1`, t.ID, out.Assistant.ID)
-		return err
+		if _, err := tx.Exec(ctx, `UPDATE threads SET active_leaf_id = $2, last_activity_at = now(), updated_at = now()
+			WHERE id = $1`, t.ID, out.Assistant.ID); err != nil {
+			return err
+		}
+		return NoteThreadChanged(ctx, tx, t.ID)
 	})
 	return out, md, mapErr(err)
 }

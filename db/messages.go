@@ -105,6 +105,28 @@ func (d *DB) ActivePath(ctx context.Context, user, thread int64, limit int) (pat
 			WHERE t.id = $1 AND t.owner_id = $2`, thread, user, limit)
 }
 
+// BranchFrom returns the user and assistant messages of the path from the
+// root to one of user's threads' active leaf whose ids are from or more,
+// oldest first, at most limit (the oldest ones): what was added to the
+// branch after a message shown. A message is newer than its parent, so the
+// walk up from the leaf stops at the first older one; when the first
+// message returned is from itself, the branch runs through it (a live
+// thread's page continues it, a room's line grew).
+func (d *DB) BranchFrom(ctx context.Context, user, thread, from int64, limit int) ([]Message, error) {
+	rows, err := d.q().Query(ctx, `WITH RECURSIVE up AS (
+			SELECT m.*, 0 AS depth FROM messages m JOIN threads t ON t.active_leaf_id = m.id
+			WHERE t.id = $1 AND t.owner_id = $2 AND m.id >= $3
+			UNION ALL
+			SELECT m.*, up.depth + 1 FROM messages m JOIN up ON m.id = up.parent_id WHERE m.id >= $3
+		)
+		SELECT `+liveCols("up.")+` FROM up WHERE up.role IN ('user', 'assistant') ORDER BY depth DESC LIMIT $4`,
+		thread, user, from, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Message])
+}
+
 // PathTo returns the path from the root to message (inclusive), oldest
 // first, at most limit messages (the newest ones).
 func (d *DB) PathTo(ctx context.Context, user, message int64, limit int) (path []Message, more bool, err error) {

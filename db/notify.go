@@ -58,15 +58,23 @@ func (d *DB) Notify(ctx context.Context, kind byte, id int64) error {
 	return err
 }
 
-// NoteThreadChanged tells every instance that thread's messages changed,
-// or, of a room's thread, the room's members, agents or settings: its
-// watchers (chat.Runtime.WatchThread, the room's event streams) read it
-// again. q is the transaction of the write (the note is delivered at its
+// NoteThreadChanged tells every instance that thread's messages changed
+// (added, removed, or its active branch moved), or, of a room's thread, the
+// room's members, agents or settings: its watchers (chat.Runtime.WatchThread:
+// the room's event streams, a thread page's live watch) read it again. q is the transaction of the write (the note is delivered at its
 // commit, never before its data can be read) or, right after a commit, the
 // pool.
 func NoteThreadChanged(ctx context.Context, q querier, thread int64) error {
 	_, err := q.Exec(ctx, "SELECT pg_notify($1, $2)", RunChannel, notePayload(NoteThread, thread))
 	return err
+}
+
+// noteThreadAfter sends thread's change note after a write committed, best
+// effort: a lost note costs its watchers a safety poll, never data.
+func (d *DB) noteThreadAfter(ctx context.Context, thread int64) {
+	if err := NoteThreadChanged(ctx, d.q(), thread); err != nil {
+		slog.Warn("notify thread change", "thread", thread, "err", err)
+	}
 }
 
 // notifyRuns sends one note of kind per id (none: nothing).

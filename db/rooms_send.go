@@ -312,16 +312,5 @@ func (d *DB) RoomRun(ctx context.Context, owner, thread, run int64) (RoomTurn, e
 // owner's: its active path) newer than after, oldest first, at most limit
 // (the oldest ones).
 func (d *DB) RoomLineAfter(ctx context.Context, owner, thread, after int64, limit int) ([]Message, error) {
-	rows, err := d.q().Query(ctx, `WITH RECURSIVE up AS (
-			SELECT m.*, 0 AS depth FROM messages m JOIN threads t ON t.active_leaf_id = m.id
-			WHERE t.id = $1 AND t.owner_id = $2 AND m.id > $3
-			UNION ALL
-			SELECT m.*, up.depth + 1 FROM messages m JOIN up ON m.id = up.parent_id WHERE m.id > $3
-		)
-		SELECT `+liveCols("up.")+` FROM up WHERE up.role IN ('user', 'assistant') ORDER BY depth DESC LIMIT $4`,
-		thread, owner, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByName[Message])
+	return d.BranchFrom(ctx, owner, thread, after+1, limit)
 }

@@ -132,9 +132,10 @@ func (d *DB) SendMessage(ctx context.Context, user int64, s Send) (Sent, error) 
 }
 
 // insertAnswer adds a streaming assistant message under userMsg with its
-// queued run and makes it the thread's active leaf; route chooses the run's
-// route from the thread's state, read here, in the transaction that creates
-// the answer. model "" means the thread's model.
+// queued run and makes it the thread's active leaf, noting the thread's
+// change (NoteThreadChanged); route chooses the run's route from the
+// thread's state, read here, in the transaction that creates the answer.
+// model "" means the thread's model.
 func insertAnswer(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64, route Router, model string) (Message, Run, error) {
 	if model == "" {
 		model = t.Model
@@ -147,7 +148,12 @@ func insertAnswer(ctx context.Context, tx pgx.Tx, t Thread, userMsg int64, route
 		return Message{}, Run{}, err
 	}
 	kind, note := route(facts)
-	return insertAnswerRow(ctx, tx, t, answerRow{Parent: userMsg, UserMsg: userMsg, Kind: kind, Note: note, Model: model})
+	m, r, err := insertAnswerRow(ctx, tx, t, answerRow{Parent: userMsg, UserMsg: userMsg, Kind: kind, Note: note, Model: model})
+	if err != nil {
+		return Message{}, Run{}, err
+	}
+	// The thread's other tabs show the new branch end (a live thread).
+	return m, r, NoteThreadChanged(ctx, tx, t.ID)
 }
 
 // answerRow is an answer to insert: where it hangs, the message it

@@ -156,7 +156,10 @@ func (d *DB) DeleteThread(ctx context.Context, user, id int64) (released []strin
 		if _, err := tx.Exec(ctx, "DELETE FROM runs WHERE thread_id = $1", id); err != nil {
 			return err
 		}
-		return execOne(ctx, tx, "DELETE FROM threads WHERE id = $1", id)
+		if err := execOne(ctx, tx, "DELETE FROM threads WHERE id = $1", id); err != nil {
+			return err
+		}
+		return NoteThreadChanged(ctx, tx, id) // its open pages say so
 	})
 	return released, mapErr(err)
 }

@@ -110,8 +110,10 @@ func (d *DB) SelectBranch(ctx context.Context, user, message int64) (int64, erro
 		if err := tx.QueryRow(ctx, newestLeafSQL, message, user).Scan(&leaf, &thread); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "UPDATE threads SET active_leaf_id = $2, updated_at = now() WHERE id = $1", thread, leaf)
-		return err
+		if _, err := tx.Exec(ctx, "UPDATE threads SET active_leaf_id = $2, updated_at = now() WHERE id = $1", thread, leaf); err != nil {
+			return err
+		}
+		return NoteThreadChanged(ctx, tx, thread)
 	})
 	return thread, mapErr(err)
 }
@@ -194,8 +196,10 @@ func (d *DB) ContinueAnswer(ctx context.Context, user, message int64, kind strin
 		if out.Run, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Run]); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE threads SET active_leaf_id = $2, last_activity_at = now() WHERE id = $1`, out.Thread.ID, m.ID)
-		return err
+		if _, err := tx.Exec(ctx, `UPDATE threads SET active_leaf_id = $2, last_activity_at = now() WHERE id = $1`, out.Thread.ID, m.ID); err != nil {
+			return err
+		}
+		return NoteThreadChanged(ctx, tx, out.Thread.ID)
 	})
 	return out, mapErr(err)
 }
@@ -339,8 +343,10 @@ func (d *DB) DeleteMessage(ctx context.Context, user, message int64) (DeletedSub
 		if _, err := tx.Exec(ctx, `DELETE FROM runs WHERE assistant_message_id = ANY($1) OR user_message_id = ANY($1)`, ids); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, "DELETE FROM messages WHERE id = $1", m.ID)
-		return err
+		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE id = $1", m.ID); err != nil {
+			return err
+		}
+		return NoteThreadChanged(ctx, tx, t.ID)
 	})
 	if err == nil {
 		// The instances running them stop them now, their followers end.

@@ -334,6 +334,7 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/t/{id}/archive", "/t/" + T + "/archive", url.Values{"archived": {"false"}}, nil, want{303, 404, login}},
 		{"GET", "/t/{id}/title", "/t/" + T + "/title", nil, nil, want{200, 404, login}},
 		{"GET", "/runs/{id}/events", "/runs/" + R + "/events", nil, nil, want{200, 404, login}},
+		{"GET", "/t/{id}/watch", "/t/" + T + "/watch?leaf=" + M + "&run=0", nil, nil, want{200, 404, login}},
 		{"POST", "/runs/{id}/cancel", "/runs/" + R + "/cancel", nil, nil, want{303, 404, login}},
 		{"POST", "/m/{id}/retry", "/m/" + M + "/retry", nil, nil, want{303, 404, login}},
 		{"POST", "/t/{id}/delete", "", nil, freshThread, want{303, 404, login}},
@@ -491,7 +492,12 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 			if rt.pattern == "/logout" && caller.name != "anonymous" {
 				continue // checked on its own below, it would sign the caller out
 			}
-			r := caller.client.Do(rt.method, path, rt.form)
+			var r testenv.Response
+			if rt.pattern == "/t/{id}/watch" {
+				r = openOnly(t, caller.client, path) // a thread's live watch never ends by itself
+			} else {
+				r = caller.client.Do(rt.method, path, rt.form)
+			}
 			switch w := caller.want.(type) {
 			case int:
 				if r.StatusCode != w {

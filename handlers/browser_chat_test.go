@@ -427,7 +427,9 @@ func TestBrowserChatClosingTabKeepsRunning(t *testing.T) {
 	defer closeTab()
 	other := chTab{t: t, ctx: tabCtx}
 	u.startThread(other, "[[slow:20ms]][[tokens:40]] keep going")
-	testwait.For(t, "the tab's event stream", chWaitLimit, func() bool { return u.app.Handler.OpenStreams() == 1 })
+	testwait.For(t, "the tab's event streams (the answer's and the thread's live watch)", chWaitLimit, func() bool {
+		return u.app.Handler.OpenStreams() == 2
+	})
 	thread := other.threadID()
 	run := func() db.Run {
 		active, err := u.app.Store.ActiveRuns(context.Background(), u.userID(), thread)
@@ -437,7 +439,7 @@ func TestBrowserChatClosingTabKeepsRunning(t *testing.T) {
 		return active[0]
 	}()
 	closeTab()
-	testwait.For(t, "the server to see the tab's event stream end", chWaitLimit, func() bool { return u.app.Handler.OpenStreams() == 0 })
+	testwait.For(t, "the server to see the tab's event streams end", chWaitLimit, func() bool { return u.app.Handler.OpenStreams() == 0 })
 	if r := u.run(run.ID); !r.Active() {
 		t.Fatalf("the run ended (%s) before its answer was released", r.Status)
 	}

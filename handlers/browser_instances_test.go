@@ -46,11 +46,13 @@ type hop struct {
 }
 
 // steering is a reverse proxy in front of Weft instances named "A" and
-// "B". Sends (POST /t, POST /t/{id}/messages) go to A; a thread page, a
-// run's event stream and its Stop go to the side the test set for them,
-// relative to the instance the database names as running the run (for a
-// thread page: the thread's running run; with none, like the rest); every
-// other request alternates between the two.
+// "B". Sends (POST /t, POST /t/{id}/messages) go to A and a thread page's
+// live watch (GET /t/{id}/watch) to B, so that what a send notes reaches
+// the watch from the other instance; a thread page, a run's event stream
+// and its Stop go to the side the test set for them, relative to the
+// instance the database names as running the run (for a thread page: the
+// thread's running run; with none, like the rest); every other request
+// alternates between the two.
 type steering struct {
 	ts    *httptest.Server
 	store *db.DB
@@ -68,6 +70,7 @@ type hopKey struct{}
 var (
 	stSendPath   = regexp.MustCompile(`^/t(/\d+/messages)?$`)
 	stPagePath   = regexp.MustCompile(`^/t/(\d+)$`)
+	stWatchPath  = regexp.MustCompile(`^/t/\d+/watch$`)
 	stEventsPath = regexp.MustCompile(`^/runs/(\d+)/events$`)
 	stCancelPath = regexp.MustCompile(`^/runs/(\d+)/cancel$`)
 )
@@ -125,6 +128,9 @@ func (s *steering) route(r *http.Request) string {
 	if post && stSendPath.MatchString(p) {
 		return "A"
 	}
+	if get && stWatchPath.MatchString(p) {
+		return "B"
+	}
 	if m := stPagePath.FindStringSubmatch(p); get && m != nil {
 		if runner := s.runnerOf(r.Context(), `SELECT instance_id FROM runs WHERE thread_id = $1 AND status = 'running' ORDER BY id DESC LIMIT 1`, m[1]); runner != "" {
 			return s.pick(runner, page)
@@ -142,10 +148,17 @@ func (s *steering) route(r *http.Request) string {
 	return []string{"A", "B"}[s.next%2]
 }
 
-// pickRun steers a request about run id; a run no instance runs yet is
-// noted as misrouted (the test asserts there are none).
+// pickRun steers a request about run id. A run's stream may be asked for
+// just before an instance claims the run (the thread's live watch draws
+// the answer as soon as the send commits), so the proxy waits a little for
+// the claim; a run no instance runs by then is noted as misrouted (the test
+// asserts there are none).
 func (s *steering) pickRun(r *http.Request, id string, sd side) string {
-	runner := s.runnerOf(r.Context(), `SELECT instance_id FROM runs WHERE id = $1`, id)
+	var runner string
+	testwait.Until(10*time.Second, func() bool {
+		runner = s.runnerOf(r.Context(), `SELECT instance_id FROM runs WHERE id = $1`, id)
+		return runner != "" || r.Context().Err() != nil
+	})
 	if runner == "" {
 		s.mu.Lock()
 		s.misrouted = append(s.misrouted, r.Method+" "+r.URL.Path+": the run has no instance")
@@ -226,10 +239,13 @@ func TestBrowserTwoInstancesBehindAProxyStreamResumeAndStopAnAnswerTheyDoNotRun(
 		}
 		return r.InstanceID
 	}
+	// The page's live watch is one stream on B, besides the run's.
+	watches := map[string]int{"A": 0, "B": 1}
 	streamsOn := func(what, instance string, run int64) {
 		t.Helper()
-		testwait.For(t, what+": the browser's one event stream open on "+instance+" only", chWaitLimit, func() bool {
-			return apps[instance].Handler.OpenStreams() == 1 && apps[stOther(instance)].Handler.OpenStreams() == 0
+		testwait.For(t, what+": the browser's one run stream open on "+instance+" only", chWaitLimit, func() bool {
+			return apps[instance].Handler.OpenStreams() == 1+watches[instance] &&
+				apps[stOther(instance)].Handler.OpenStreams() == watches[stOther(instance)]
 		})
 		if got := lb.served(http.MethodGet, fmt.Sprintf("/runs/%d/events", run)); len(got) == 0 || got[len(got)-1] != instance {
 			t.Fatalf("%s: run %d's event streams were served by %q, want the last by %s", what, run, got, instance)

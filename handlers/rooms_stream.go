@@ -34,13 +34,10 @@ type roomStreamRuntime interface {
 	WatchThread(thread int64) (<-chan struct{}, func())
 }
 
-const (
-	// roomRecheck: a room's stream reads the member's membership (and the
-	// room's new messages) at every note about the room and at least this
-	// often, should a note be lost.
-	roomRecheck   = 3 * time.Second
-	roomHeartbeat = 15 * time.Second
-)
+// roomRecheck: a room's stream reads the member's membership (and the
+// room's new messages) at every note about the room and at least this
+// often, should a note be lost.
+const roomRecheck = 3 * time.Second
 
 // roomStreams serves GET /rooms/{id}/events, a room's one live stream per
 // tab: the room's new messages, every answer being written (each under
@@ -70,7 +67,7 @@ func (h *roomStreams) events(w http.ResponseWriter, r *http.Request) {
 		storeError(w, r, err)
 		return
 	}
-	after := resumePoint(r)
+	after := resumePoint(r, "after")
 	ctx, es, done, ok := openUserStream(w, r, u.ID, h.streams, h.sessions, h.closing)
 	if !ok {
 		return
@@ -88,9 +85,11 @@ func (h *roomStreams) every() time.Duration {
 	return roomRecheck
 }
 
-// resumePoint is the message after which a room's stream starts.
-func resumePoint(r *http.Request) int64 {
-	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
+// resumePoint is the message after which a stream of messages (a room's, a
+// thread's live watch) starts: the last id a browser reconnecting by itself
+// got, else the query parameter param the page set.
+func resumePoint(r *http.Request, param string) int64 {
+	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get(param)} {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
 			return n
 		}
@@ -134,29 +133,7 @@ func (s *roomSession) run(ctx context.Context) {
 	s.mu.Lock()
 	thread := s.room.ThreadID
 	s.mu.Unlock()
-	// Watch before the first read: a change between the two is not missed.
-	noted, unwatch := s.h.rt.WatchThread(thread)
-	defer unwatch()
-	recheck := time.NewTicker(s.h.every())
-	defer recheck.Stop()
-	beat := time.NewTicker(roomHeartbeat)
-	defer beat.Stop()
-	for {
-		if !s.refresh(ctx, cancel) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-noted:
-		case <-s.poke:
-		case <-recheck.C:
-		case <-beat.C:
-			if s.out.comment() != nil {
-				return
-			}
-		}
-	}
+	watchLoop(ctx, s.h.rt.WatchThread, thread, s.h.every(), s.poke, s.out, func() bool { return s.refresh(ctx, cancel) })
 }
 
 // refresh reads the room again: the membership first (gone: the stream

@@ -117,6 +117,15 @@ var (
 func watchRoom(t *testing.T, c *testenv.Client, path string, header http.Header) *roomView {
 	t.Helper()
 	v := &roomView{appended: map[string]string{}, text: map[string]string{}, final: map[string]string{}}
+	readStream(t, c, path, header, v.apply, func() { v.mu.Lock(); v.ended = true; v.mu.Unlock() })
+	return v
+}
+
+// readStream opens the event stream at path (with headers) and, in the
+// background until it ends or the test does, parses it as a browser does,
+// calling apply with every event and ended at its end.
+func readStream(t *testing.T, c *testenv.Client, path string, header http.Header, apply func(roomEvent), ended func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+path, nil)
@@ -133,7 +142,7 @@ func watchRoom(t *testing.T, c *testenv.Client, path string, header http.Header)
 	}
 	go func() {
 		defer resp.Body.Close()
-		defer func() { v.mu.Lock(); v.ended = true; v.mu.Unlock() }()
+		defer ended()
 		var ev roomEvent
 		var data []string
 		sc := bufio.NewScanner(resp.Body)
@@ -144,7 +153,7 @@ func watchRoom(t *testing.T, c *testenv.Client, path string, header http.Header)
 			case line == "":
 				if ev.name != "" {
 					ev.data = strings.Join(data, "\n")
-					v.apply(ev)
+					apply(ev)
 				}
 				ev, data = roomEvent{}, nil
 			case strings.HasPrefix(line, ":"):
@@ -157,7 +166,6 @@ func watchRoom(t *testing.T, c *testenv.Client, path string, header http.Header)
 			}
 		}
 	}()
-	return v
 }
 
 func (v *roomView) apply(ev roomEvent) {

@@ -142,6 +142,7 @@ func TestARoomsThreadIsReachedOnlyThroughTheRoom(t *testing.T) {
 		{"POST", fmt.Sprintf("/m/%d/delete", U)},
 		{"POST", fmt.Sprintf("/runs/%d/cancel", R)},
 		{"GET", fmt.Sprintf("/runs/%d/events", R)},
+		{"GET", fmt.Sprintf("/t/%d/watch?leaf=%d", T, M)},
 	} {
 		if r := s.owner.Do(c.method, c.path, url.Values{"content": {"x"}, "title": {"x"}}); r.StatusCode != http.StatusNotFound {
 			t.Errorf("%s %s as the room's owner = %d, want 404", c.method, c.path, r.StatusCode)

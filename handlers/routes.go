@@ -166,11 +166,12 @@ type endpoints struct {
 	shares     *sharePages
 	shareRead  *sharedPages
 	models     *modelPages
-	api        *apiEndpoints // the OpenAI-compatible API (issue 19)
-	tokens     *tokenPages   // API tokens on /settings (issue 19)
-	rooms      *roomPages    // rooms (issue 20)
-	roomLive   *roomStreams  // a room's one event stream (issue 20)
-	roomRuns   *roomRuns     // Stop, approvals and questions of a room's answers
+	api        *apiEndpoints  // the OpenAI-compatible API (issue 19)
+	tokens     *tokenPages    // API tokens on /settings (issue 19)
+	rooms      *roomPages     // rooms (issue 20)
+	roomLive   *roomStreams   // a room's one event stream (issue 20)
+	roomRuns   *roomRuns      // Stop, approvals and questions of a room's answers
+	threadLive *threadWatches // a thread page's live watch (issue 21)
 }
 
 // newEndpoints builds every handler once. The shell (the page frame) and
@@ -221,6 +222,8 @@ func newEndpoints(cfg Config, store *db.DB, sh sharedState, rt *chat.Runtime, kb
 		roomLive: &roomStreams{store: store, rt: rt, models: models, closing: sh.closing, streams: sh.streams,
 			sessions: sh.sessions},
 		roomRuns: &roomRuns{store: store, rt: rt},
+		threadLive: &threadWatches{store: store, rt: rt, models: models, closing: sh.closing, streams: sh.streams,
+			sessions: sh.sessions},
 	}
 }
 
@@ -326,6 +329,7 @@ func (e *endpoints) routes(m *metrics, metricsHandler http.Handler) chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(capBody(e.cfg.MaxBodyBytes), e.sessions.LoadAndSave, e.auth.withUser, requireUser, hideRoomThreads(e.store))
 		r.Get("/runs/{id}/events", e.runs.events)
+		r.Get("/t/{id}/watch", e.threadLive.watch)
 		r.Get("/rooms/{id}/events", e.roomLive.events)
 		r.With(requireAdmin).Get("/admin/models/pulls/{id}/events", e.models.events)
 	})

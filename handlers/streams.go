@@ -133,6 +133,43 @@ func (s *streamRegistry) sweep(live func(ctx context.Context, tokens []string) (
 	}
 }
 
+// streamHeartbeat: a long-lived stream with nothing to say sends a comment
+// this often, so that proxies keep it open.
+const streamHeartbeat = 15 * time.Second
+
+// watchLoop is the loop of a stream that shows a thread as it changes (a
+// room's, a thread page's live watch): refresh reads and sends what
+// changed, at once, then at every note about thread (from any instance),
+// every poke, and at least every interval should a note be lost; a
+// heartbeat comment keeps the connection. It returns when refresh says
+// false, a heartbeat cannot be written or ctx ends. The watch starts before
+// the first read, so a change between the two is not missed.
+func watchLoop(ctx context.Context, watch func(thread int64) (<-chan struct{}, func()), thread int64, every time.Duration,
+	poke <-chan struct{}, out *muxStream, refresh func() bool) {
+	noted, unwatch := watch(thread)
+	defer unwatch()
+	recheck := time.NewTicker(every)
+	defer recheck.Stop()
+	beat := time.NewTicker(streamHeartbeat)
+	defer beat.Stop()
+	for {
+		if !refresh() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-noted:
+		case <-poke:
+		case <-recheck.C:
+		case <-beat.C:
+			if out.comment() != nil {
+				return
+			}
+		}
+	}
+}
+
 // openUserStream opens a signed-in user's event stream: counted against
 // their open streams (past the cap a 429, answered here), framed by
 // eventStream, and its context ended at shutdown as well as when the
