@@ -67,11 +67,32 @@ var pathological = []struct {
 	{"math scripts", func(n int) string { return strings.Repeat("$x^{y}_{z}$ ", n/12) }},
 	{"math blocks", func(n int) string { return strings.Repeat("$$\n\\sqrt{x}\n$$\n\n", n/16) }},
 	{"unclosed math block of links", func(n int) string { return "$$\n" + strings.Repeat("[a](", n/4) }},
+	// Blocks of expressions of a fixed size, so that the small and the
+	// large input are both converted (one expression past maxMathBytes is
+	// shown as its source, which proves nothing about the converter).
+	{"math blocks of cells", func(n int) string { return mathBlocks(n, strings.Repeat("&", 4000)) }},
+	{"math blocks of rows", func(n int) string { return mathBlocks(n, strings.Repeat(`\\`, 2000)) }},
+	{"math blocks of nested environments", func(n int) string {
+		return mathBlocks(n, strings.Repeat(`\begin{matrix}`, 15)+strings.Repeat("a&", 1500)+strings.Repeat(`\end{matrix}`, 15))
+	}},
+	{"math blocks of nested groups", func(n int) string {
+		return mathBlocks(n, strings.Repeat("{", 23)+strings.Repeat("x^{y}_{z}", 400)+strings.Repeat("}", 23))
+	}},
+	{"math blocks of ties", func(n int) string { return mathBlocks(n, strings.Repeat("~", 4000)) }},
+	{"math blocks of a wide array", func(n int) string {
+		return mathBlocks(n, `\begin{array}{`+strings.Repeat("c", 2000)+"}"+strings.Repeat(`\mathbb{R}&`, 200)+`\end{array}`)
+	}},
+	{"inline math of cells", func(n int) string { return strings.Repeat("$"+strings.Repeat("&", 1000)+"$ ", n/1003) }},
 	// goldmark trims \v and \f at a line's end too: there the math block
 	// ends and the rest of the part is parsed inline.
 	{"math block closed before a vertical tab", func(n int) string { return "$$\nx$$\v\n" + strings.Repeat("[a](", n/4) }},
 	{"bracket block closed before a form feed", func(n int) string { return "\\[\nx\\]\f\n" + strings.Repeat("[a](", n/4) }},
 	{"math block opened before a form feed", func(n int) string { return "$$\f\nx\n$$\n" + strings.Repeat("[a](", n/4) }},
+}
+
+// mathBlocks is displayed math blocks of tex, about n bytes in all.
+func mathBlocks(n int, tex string) string {
+	return strings.Repeat("$$\n"+tex+"\n$$\n\n", max(1, n/(len(tex)+8)))
 }
 
 // partCost is a deterministic stand-in for goldmark's work on src: the sum
