@@ -45,6 +45,10 @@ func TestTheMarkdownOfAMessageIsItsSourceTextAndOnlyForItsOwner(t *testing.T) {
 	if cc := got.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("Cache-Control = %q", cc)
 	}
+	// The markup in the text stays text: never sniffed as HTML.
+	if n := got.Header.Get("X-Content-Type-Options"); n != "nosniff" {
+		t.Errorf("X-Content-Type-Options = %q, want nosniff", n)
+	}
 
 	if got := c.Get("/m/" + question + "/markdown"); got.Body != "what is *this*?\n\nsent from a form" {
 		t.Errorf("the question's markdown is %q, want its lines ended by \\n", got.Body)

@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 )
 
 // pathological are the inputs that cost goldmark (or chroma) more than
@@ -62,6 +67,30 @@ var pathological = []struct {
 	{"math scripts", func(n int) string { return strings.Repeat("$x^{y}_{z}$ ", n/12) }},
 	{"math blocks", func(n int) string { return strings.Repeat("$$\n\\sqrt{x}\n$$\n\n", n/16) }},
 	{"unclosed math block of links", func(n int) string { return "$$\n" + strings.Repeat("[a](", n/4) }},
+	// Blocks of expressions of a fixed size, so that the small and the
+	// large input are both converted (one expression past maxMathBytes is
+	// shown as its source, which proves nothing about the converter).
+	{"math blocks of cells", func(n int) string { return mathBlocks(n, strings.Repeat("&", 4000)) }},
+	{"math blocks of nested environments", func(n int) string {
+		return mathBlocks(n, strings.Repeat(`\begin{matrix}`, 15)+strings.Repeat("a&", 1500)+strings.Repeat(`\end{matrix}`, 15))
+	}},
+	{"math blocks of nested groups", func(n int) string {
+		return mathBlocks(n, strings.Repeat("{", 23)+strings.Repeat("x^{y}_{z}", 400)+strings.Repeat("}", 23))
+	}},
+	{"math blocks of ties", func(n int) string { return mathBlocks(n, strings.Repeat("~", 4000)) }},
+	{"math blocks of a wide array", func(n int) string {
+		return mathBlocks(n, `\begin{array}{`+strings.Repeat("c", 2000)+"}"+strings.Repeat(`\mathbb{R}&`, 200)+`\end{array}`)
+	}},
+	// goldmark trims \v and \f at a line's end too: there the math block
+	// ends and the rest of the part is parsed inline.
+	{"math block closed before a vertical tab", func(n int) string { return "$$\nx$$\v\n" + strings.Repeat("[a](", n/4) }},
+	{"bracket block closed before a form feed", func(n int) string { return "\\[\nx\\]\f\n" + strings.Repeat("[a](", n/4) }},
+	{"math block opened before a form feed", func(n int) string { return "$$\f\nx\n$$\n" + strings.Repeat("[a](", n/4) }},
+}
+
+// mathBlocks is displayed math blocks of tex, about n bytes in all.
+func mathBlocks(n int, tex string) string {
+	return strings.Repeat("$$\n"+tex+"\n$$\n\n", max(1, n/(len(tex)+8)))
 }
 
 // partCost is a deterministic stand-in for goldmark's work on src: the sum
@@ -109,12 +138,29 @@ func TestRenderMarkdownWorkGrowsLinearlyOnPathologicalInput(t *testing.T) {
 	}
 }
 
-// isFencedPart reports whether a part is one fenced code block by the
-// scanner's rules.
+// isFencedPart reports whether a part is one fenced code block or one
+// displayed math block, both by the scanner's rules and by goldmark's (its
+// block parsers alone, which take linear time): where they disagree,
+// goldmark parses the rest of the part inline, in up to quadratic time.
 func isFencedPart(p []byte) bool {
 	bs := mdBlocks(p)
-	return len(bs) == 1 && bs[0].fence
+	if len(bs) != 1 || !bs[0].fence {
+		return false
+	}
+	doc := blockParser.Parse(text.NewReader(p))
+	if doc.ChildCount() != 1 {
+		return false
+	}
+	k := doc.FirstChild().Kind()
+	return k == ast.KindFencedCodeBlock || k == kindMathBlock
 }
+
+// blockParser is goldmark's block parsing as RenderMarkdown's instance
+// does it, without inline parsing.
+var blockParser = parser.NewParser(
+	parser.WithBlockParsers(append(parser.DefaultBlockParsers(), util.Prioritized(mathBlockParser{}, 750))...),
+	parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...),
+)
 
 // outputBound is the most HTML a text of n bytes may render to.
 func outputBound(n int) int { return 40*n + 4096 }

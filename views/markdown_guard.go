@@ -3,6 +3,8 @@ package views
 import (
 	"bytes"
 
+	"github.com/yuin/goldmark/util"
+
 	"weft/extract"
 )
 
@@ -145,9 +147,12 @@ func fenceOpener(line []byte) []byte {
 // mathBlockOpener is the closer of a displayed math block ("$$" or `\]`)
 // that line opens at column 0 with nothing else on it, or nil. Such a
 // block is kept whole like fenced code: goldmark does not parse its lines
-// inline and the converter is linear (markdown_math.go, mathml.go).
+// inline and the converter is linear (markdown_math.go, mathml.go). Space
+// here is what mathBlockParser trims (goldmark's, with \v and \f): were
+// the block to end earlier for goldmark than here, the rest of the part
+// would be parsed inline, whole.
 func mathBlockOpener(line []byte) []byte {
-	switch string(bytes.TrimRight(line, " \t\r\n")) {
+	switch string(util.TrimRightSpace(line)) {
 	case "$$":
 		return []byte("$$")
 	case `\[`:
@@ -160,7 +165,7 @@ func mathBlockOpener(line []byte) []byte {
 // (for math, a line ending with the closer, as mathBlockParser reads it).
 func isFenceCloser(line, marker []byte) bool {
 	if marker[0] == '$' || marker[0] == '\\' {
-		return bytes.HasSuffix(bytes.TrimRight(line, " \t\r\n"), marker)
+		return bytes.HasSuffix(util.TrimRightSpace(line), marker)
 	}
 	i := 0
 	for i < 3 && i < len(line) && line[i] == ' ' {
