@@ -81,6 +81,13 @@ func (d *DB) SessionUser(ctx context.Context, user int64, token string) (User, b
 	return r.User, r.Mapped, err
 }
 
+// DeleteExpiredSessions deletes the sessions past their expiry (their
+// mappings go at their user's next sign-in).
+func (d *DB) DeleteExpiredSessions(ctx context.Context) error {
+	_, err := d.q().Exec(ctx, "DELETE FROM sessions WHERE expiry < now()")
+	return err
+}
+
 // ForgetSession removes a session's mapping (logout: scs deletes the
 // session itself).
 func (d *DB) ForgetSession(ctx context.Context, token string) error {

@@ -110,6 +110,9 @@ type roomView struct {
 var (
 	appendedID = regexp.MustCompile(`^<li id="m(\d+)"`)
 	eventOfMsg = regexp.MustCompile(`^(.+)-(\d+)$`)
+	// appendedStreaming: an appended message is a placeholder of an answer
+	// being written (its own status, not a step's inside it).
+	appendedStreaming = regexp.MustCompile(`^<li id="m\d+"[^>]* data-status="streaming"`)
 )
 
 // watchRoom reads the stream at path (with headers) in the background
@@ -214,12 +217,23 @@ func (v *roomView) state(fn func(v *roomView) bool) bool {
 	return fn(v)
 }
 
+// waitFinal waits for the final form of the answer msg as the page gets
+// it: its done event when the stream followed it being written, or, when
+// the answer had already ended by the stream's first read of the line
+// (the model answers while the stream opens), the answer appended in its
+// final form, which no done event follows.
 func (v *roomView) waitFinal(t *testing.T, msg int64) string {
 	t.Helper()
 	id := strconv.FormatInt(msg, 10)
 	var final string
 	testwait.For(t, "the final form of message "+id, 0, func() bool {
-		return v.state(func(v *roomView) bool { final = v.final[id]; return final != "" })
+		return v.state(func(v *roomView) bool {
+			final = v.final[id]
+			if a := v.appended[id]; final == "" && a != "" && !appendedStreaming.MatchString(a) {
+				final = a
+			}
+			return final != ""
+		})
 	})
 	return final
 }
@@ -316,13 +330,36 @@ func TestARoomStreamIsOnlyForTheRoomsMembers(t *testing.T) {
 
 func TestARoomStreamResumesAfterTheLastEventIDItSentWithoutRepeatingMessages(t *testing.T) {
 	t.Parallel()
+	roomStreamResumes(t, false)
+}
+
+// The first answer may end before the stream first reads the line (the
+// model answers while the stream opens): it is appended in its final
+// form, with its id as the resume point, and no done event follows.
+func TestARoomStreamResumesPastAnAnswerThatHadEndedBeforeTheStreamOpened(t *testing.T) {
+	t.Parallel()
+	roomStreamResumes(t, true)
+}
+
+// roomStreamResumes: a member's stream shows an answer's final form and
+// resumes, from the last id it sent, with only what came after it
+// (endedFirst: the answer ended before the stream opened).
+func roomStreamResumes(t *testing.T, endedFirst bool) {
 	store := testenv.NewDB(t)
 	app := testenv.Start(t, store, testenv.Options{})
 	f := newRoomFixture(t, store, app.TS.URL)
 	f.agent("Xavier")
 	first := f.say(app.RT, f.owner, "@Xavier one [[tokens:3]]")
+	if endedFirst {
+		testwait.For(t, "the first answer to complete", 0, func() bool {
+			m, err := store.Message(context.Background(), f.owner.ID, first.Answers[0].ID)
+			return err == nil && m.Status == db.MsgComplete
+		})
+	}
 	v := watchRoom(t, f.memberC, f.eventsPath(0), nil)
-	v.waitFinal(t, first.Answers[0].ID)
+	if final := v.waitFinal(t, first.Answers[0].ID); !strings.Contains(final, "tok3") {
+		t.Fatalf("the first answer's final form is %.600s", final)
+	}
 	var last string
 	testwait.For(t, "the resume point past the first answer", 0, func() bool {
 		return v.state(func(v *roomView) bool { last = v.lastID; return last == strconv.FormatInt(first.Answers[0].ID, 10) })

@@ -6,6 +6,8 @@
 package handlers
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -33,14 +35,13 @@ const sessionCookieName = "weft_session"
 // Server is Weft's HTTP handler.
 type Server struct {
 	http.Handler
-	router       chi.Routes
-	metrics      http.Handler
-	streams      *streamRegistry
-	hashes       *hashPool
-	sessionStore *pgxstore.PostgresStore
-	closing      chan struct{}
-	closeOnce    sync.Once
-	sso          *ssoPages
+	router    chi.Routes
+	metrics   http.Handler
+	streams   *streamRegistry
+	hashes    *hashPool
+	closing   chan struct{}
+	closeOnce sync.Once
+	sso       *ssoPages
 }
 
 // StartShutdown ends the open event streams (browsers reconnect, to another
@@ -72,16 +73,16 @@ func (s *Server) PasswordHashes() (done, peak int64) {
 func (s *Server) OpenStreams() int { return s.streams.count() }
 
 // Close stops the background work the server started (session clean-up).
-func (s *Server) Close() {
-	s.StartShutdown()
-	s.sessionStore.StopCleanup()
-}
+func (s *Server) Close() { s.StartShutdown() }
 
 // New builds the HTTP layer: the sessions, the metrics, every handler
 // (each once, with the dependencies it uses) and the route table.
 func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.Agent, med *media.Service) *Server {
 	cfg = cfg.withDefaults()
-	sessionStore := pgxstore.NewWithCleanupInterval(store.Pool, 10*time.Minute)
+	// The store's own clean-up goroutine is off: it is started and stopped
+	// without synchronisation (a data race when a server closes right
+	// after it starts); cleanSessions does its work.
+	sessionStore := pgxstore.NewWithCleanupInterval(store.Pool, 0)
 	sessions := newSessions(cfg, sessionStore)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -99,8 +100,31 @@ func New(cfg Config, store *db.DB, rt *chat.Runtime, kb *rag.Service, ag *agent.
 	e.api = newAPIEndpoints(cfg, store, rt, reg)
 	r := e.routes(newMetrics(reg), metricsHandler)
 	go shared.streams.sweep(store.LiveSessions, cfg.StreamSweep, shared.closing)
+	go cleanSessions(store.DeleteExpiredSessions, sessionCleanup, shared.closing)
 	return &Server{Handler: r, router: r, metrics: metricsHandler, streams: shared.streams, hashes: shared.hashes,
-		sessionStore: sessionStore, closing: shared.closing, sso: e.sso}
+		closing: shared.closing, sso: e.sso}
+}
+
+// sessionCleanup is how often expired sessions are deleted.
+const sessionCleanup = 10 * time.Minute
+
+// cleanSessions deletes the expired sessions every interval until stop.
+func cleanSessions(deleteExpired func(context.Context) error, every time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := deleteExpired(ctx)
+		cancel()
+		if err != nil {
+			slog.Warn("session clean-up", "err", err)
+		}
+	}
 }
 
 // newSessions is the session manager over the sessions table.
