@@ -16,9 +16,11 @@ import "weft/db"
 // answered. The row's design places them; they stand alone so that it can.
 
 // CopyMessageButton copies the message's markdown (its source text, not the
-// rendered HTML): static/app.js fetches it from GET /m/{id}/markdown on
+// rendered HTML): static/copy.js fetches it from GET /m/{id}/markdown on
 // click, so the page does not carry every message twice. Absent while the
-// message is being written and when it has no text.
+// message is being written and when it has no text. Its name is its
+// aria-label; the hidden label stays empty but for a moment after a copy,
+// when it says "Copied" (or "Not copied").
 func CopyMessageButton(m db.Message) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -44,13 +46,13 @@ func CopyMessageButton(m db.Message) templ.Component {
 			var templ_7745c5c3_Var2 string
 			templ_7745c5c3_Var2, templ_7745c5c3_Err = templruntime.NewAttributeExpression("/m/" + id(m.ID) + "/markdown").Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/message_extras.templ`, Line: 15, Col: 131}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/message_extras.templ`, Line: 17, Col: 131}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var2)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" aria-label=\"Copy message\"><svg class=\"icon-copy\"><use href=\"#i-copy\"></use></svg> <svg class=\"icon-done\"><use href=\"#i-check\"></use></svg> <span class=\"copy-message-label visually-hidden\">Copy</span></button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" aria-label=\"Copy message\"><svg class=\"icon-copy\"><use href=\"#i-copy\"></use></svg> <svg class=\"icon-done\"><use href=\"#i-check\"></use></svg> <span class=\"copy-message-label visually-hidden\"></span></button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -108,7 +110,7 @@ func RouteBadge(m db.Message) templ.Component {
 				var templ_7745c5c3_Var6 string
 				templ_7745c5c3_Var6, templ_7745c5c3_Err = templruntime.NewAttributeExpression(title).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/message_extras.templ`, Line: 27, Col: 89}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/message_extras.templ`, Line: 29, Col: 89}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var6)
 				if templ_7745c5c3_Err != nil {
@@ -135,7 +137,7 @@ func RouteBadge(m db.Message) templ.Component {
 			var templ_7745c5c3_Var7 string
 			templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(label)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/message_extras.templ`, Line: 27, Col: 99}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/message_extras.templ`, Line: 29, Col: 99}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 			if templ_7745c5c3_Err != nil {
