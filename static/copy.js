@@ -76,18 +76,28 @@
   };
 
   // A message's button turns its icon into a check with a "Copied" bubble
-  // (app.css), and the announcer says so.
+  // (app.css) and a hidden label that says so, and the announcer says it.
+  // The page carries neither the check nor the label (a thread's page has
+  // up to 100 messages): they are made here.
   const copyMessage = (button) => {
     const text = fetch(button.dataset.copyMessage, { credentials: "same-origin" })
       .then((r) => (r.ok ? r.text() : Promise.reject(new Error("HTTP " + r.status))));
     write(text).then((ok) => {
-      const label = button.querySelector(".copy-message-label");
+      let label = button.querySelector(".copy-message-label");
+      if (!label) {
+        label = document.createElement("span");
+        label.className = "copy-message-label visually-hidden";
+        button.append(label);
+      }
+      const icon = button.querySelector("use");
       button.classList.toggle("copied", ok);
-      if (label) label.textContent = ok ? "Copied" : "Not copied";
+      label.textContent = ok ? "Copied" : "Not copied";
+      if (ok) icon?.setAttribute("href", "#i-check");
       window.Weft?.say?.(ok ? "Message copied" : "The message could not be copied");
       restore(button, () => {
         button.classList.remove("copied");
-        if (label) label.textContent = "";
+        label.textContent = "";
+        icon?.setAttribute("href", "#i-copy");
       });
     });
   };
