@@ -1,6 +1,9 @@
 package handlers_test
 
 import (
+	"fmt"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,4 +133,41 @@ func dsNoSmallTargets(u *dsUI, where string) {
 	if small != "" {
 		u.t.Errorf("%s: touch targets smaller than 44 px: %s", where, small)
 	}
+}
+
+// An agent's answer in a room is told like a thread's (static/notice.js):
+// its room events ("status-42", "done-42") are announced once, and one that
+// settles while the tab is hidden marks the title until the tab is seen.
+func TestBrowserARoomAnswerFinishedInAHiddenTabMarksTheTitleAndIsAnnounced(t *testing.T) {
+	t.Parallel()
+	app := testenv.Start(t, testenv.NewDB(t), testenv.Options{})
+	c := testenv.NewClient(t, app.TS.URL)
+	c.Register("ada@example.com", password)
+	room := fmt.Sprintf("/rooms/%d", createRoom(t, c, "Launch"))
+	postTo(t, c, room+"/agents", url.Values{"name": {"Scout"}, "model": {"tiny:latest"}}, room)
+	u := &dsUI{t: t, ctx: testenv.Browser(t, 2*time.Minute), base: app.TS.URL}
+	u.do("sign in and open the room",
+		chromedp.Navigate(app.TS.URL+"/login"),
+		typeInto(`input[name=email]`, "ada@example.com"),
+		typeInto(`input[name=password]`, password),
+		submit(`form[data-testid=login]`),
+		waitFor(`location.pathname === "/"`),
+		chromedp.Navigate(app.TS.URL+room),
+		waitFor(`htmx.find("#room-live")?.["htmx-internal-data"]?.sseEventSource?.readyState === 1`))
+	title := u.str(`document.title`)
+	u.do("hide the tab", chromedp.Evaluate[chromedp.Void](`(() => {
+		window.__visibility = "hidden";
+		Object.defineProperty(document, "visibilityState", {configurable: true, get: () => window.__visibility});
+		document.dispatchEvent(new Event("visibilitychange"));
+	})()`))
+	// Posted from elsewhere (another tab of hers): the page learns it from
+	// the room's stream.
+	postTo(t, c, room+"/messages", url.Values{"content": {"@Scout hello there"}}, room)
+	u.do("Scout's answer settles", waitFor(`document.querySelector("#room-messages [data-speaker=Scout]")?.dataset.status === "complete"`))
+	u.do("the title says so", waitFor(`document.title === "Answer finished · " + `+jsString(title)))
+	if got := u.str(`document.querySelector("[data-testid=announcer]").textContent`); !strings.HasPrefix(got, "Answer finished: ") {
+		t.Errorf("the room's answer was announced as %q", got)
+	}
+	u.do("show the tab", chromedp.Evaluate[chromedp.Void](`window.__visibility = "visible"; document.dispatchEvent(new Event("visibilitychange"))`),
+		waitFor(`document.title === `+jsString(title)))
 }
