@@ -219,6 +219,29 @@ func scSeedRooms(t *testing.T, app *testenv.App, c *testenv.Client, ada int64) [
 	}
 }
 
+// scRoomOpen shows a room's open parts: on a phone its panel opened from
+// its bar (checked like a page), then, at either size, the mention
+// suggestions of its composer.
+func scRoomOpen(ctx context.Context, t *testing.T, do func(string, ...chromedp.Action[chromedp.Void]), check func(string, int64), shoot func(string), suffix string, size scSize) {
+	t.Helper()
+	if size.phone {
+		do("open the room's panel", click(`.room-side-toggle`), waitFor(`document.querySelector("[data-testid=room-invite]").checkVisibility()`))
+		check("room-panel"+suffix, size.width)
+		do("shut the room's panel", click(`.room-side-toggle`), waitFor(`!document.querySelector("[data-testid=room-invite]").checkVisibility()`))
+	}
+	do("type a mention", typeInto(`[data-testid=composer] textarea`, "@"),
+		waitFor(`!document.querySelector("[data-testid=mention-suggestions]").hidden`))
+	for _, a := range scAudit(ctx, t) {
+		t.Errorf("room with its mention suggestions open%s: axe-core %s (%s): %s\n\t%s", suffix, a.ID, a.Impact, a.Help, strings.Join(a.Nodes, "\n\t"))
+	}
+	shoot("room-mention" + suffix)
+	// Emptied as a person would (an input event): the suggestions hide and
+	// no draft is kept for the next visit.
+	do("clear the composer", chromedp.Evaluate[chromedp.Void](`(() => { const box = document.querySelector("[data-testid=composer] textarea");
+		box.value = ""; box.dispatchEvent(new Event("input", {bubbles: true})) })()`),
+		waitFor(`document.querySelector("[data-testid=mention-suggestions]").hidden`))
+}
+
 // scSize is a window the tour is seen in.
 type scSize struct {
 	name          string
@@ -362,6 +385,9 @@ func TestBrowserEveryMainPageFitsAPhoneAndALaptopInBothThemesWithoutSeriousAcces
 				do("scroll to the top of the thread", waitFor(scSettled), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`), waitFor(`scrollY === 0`))
 			}
 			check(s.name+v.suffix, v.size.width)
+			if s.name == "room" {
+				scRoomOpen(ctx, t, do, check, shoot, v.suffix, v.size)
+			}
 			if s.name != "thread" {
 				continue
 			}
