@@ -602,6 +602,8 @@ func TestEveryRouteAnswersOwnerOtherUserAndAnonymousCorrectly(t *testing.T) {
 		{"POST", "/rooms/{id}/runs/{run}/stop", RUN + "/stop", nil, nil, roomWant{303, 403, 404, login}},
 		{"POST", "/rooms/{id}/runs/{run}/steps/{step}/decide", RUN + "/steps/" + RAP + "/decide", url.Values{"decision": {"once"}}, nil, roomWant{303, 403, 404, login}},
 		{"POST", "/rooms/{id}/runs/{run}/steps/{step}/answer", RUN + "/steps/" + RQS + "/answer", url.Values{"a0": {"b"}}, nil, roomWant{303, 403, 404, login}},
+		// A thread route the room's messages use: their copy button.
+		{"GET", "/m/{id}/markdown", fmt.Sprintf("/m/%d/markdown", *roomRun.AssistantMessageID), nil, nil, roomWant{200, 200, 404, login}},
 	}
 	for _, rt := range roomRoutes {
 		covered[rt.method+" "+rt.pattern] = true

@@ -17,8 +17,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/ollama/ollama/api"
 
+	"weft/db"
 	"weft/internal/fakeollama"
 	"weft/internal/testenv"
+	"weft/internal/testwait"
 )
 
 // The main screens as a person sees them, on a laptop (1280×900) and on a
@@ -121,8 +123,21 @@ func scSeed(t *testing.T, app *testenv.App) []scScreen {
 	if _, err := fmt.Sscanf(r.Header.Get("Location"), "/t/%d", &running); err != nil {
 		t.Fatalf("start a run: %d %q", r.StatusCode, r.Header.Get("Location"))
 	}
+	// An API token, so /settings shows one in its list.
+	if r := c.Post("/settings/tokens", url.Values{"name": {"laptop script"}, "scope": {"chat", "read"}, "expires": {"30d"}}); r.StatusCode != http.StatusOK {
+		t.Fatalf("make an API token: %d", r.StatusCode)
+	}
+	share := shareURLRe.FindStringSubmatch(c.Post(fmt.Sprintf("/t/%d/shares", thread), url.Values{"expires": {"7d"}}).Body)
+	if share == nil {
+		t.Fatal("share the thread: no link in the answer")
+	}
+	shared, err := url.Parse(share[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rooms := scSeedRooms(t, app, c, u.ID)
 	w := fmt.Sprint(ws.ID)
-	return []scScreen{
+	return append([]scScreen{
 		{"home", "/"},
 		{"thread", fmt.Sprintf("/t/%d", thread)},
 		{"running", fmt.Sprintf("/t/%d", running)},
@@ -133,7 +148,98 @@ func scSeed(t *testing.T, app *testenv.App) []scScreen {
 		{"tools", "/tools?w=" + w},
 		{"import", "/import?w=" + w},
 		{"memory", "/memory"},
+		{"settings-tokens", "/settings#tokens"},
+		{"search", "/search?q=worker"},
+		{"models", "/models"},
+		{"admin-users", "/admin/users"},
+		{"share-page", shared.Path},
+	}, rooms...)
+}
+
+// scSeedRooms makes the rooms of the tour and returns their screens. Ada
+// (c, user ada) owns "Launch" with Ben and two agents: Scout (tools on)
+// has answered her at length, Quill is writing a haiku Ben asked for
+// (it never ends) and Scout's next answer waits behind it. Ben owns
+// "Reading group", where Ada is a member and only people have spoken.
+func scSeedRooms(t *testing.T, app *testenv.App, c *testenv.Client, ada int64) []scScreen {
+	t.Helper()
+	ctx := context.Background()
+	ben := testenv.NewClient(t, app.TS.URL)
+	ben.Register("ben@example.com", password)
+	mkRoom := func(c *testenv.Client, name string) int64 {
+		t.Helper()
+		r := c.Post("/rooms", url.Values{"name": {name}})
+		var room int64
+		if _, err := fmt.Sscanf(r.Header.Get("Location"), "/rooms/%d", &room); r.StatusCode != http.StatusSeeOther || err != nil {
+			t.Fatalf("make the room %q: %d %q", name, r.StatusCode, r.Header.Get("Location"))
+		}
+		return room
 	}
+	post := func(c *testenv.Client, path string, form url.Values) {
+		t.Helper()
+		if r := c.Post(path, form); r.StatusCode != http.StatusSeeOther {
+			t.Fatalf("POST %s: %d %.300s", path, r.StatusCode, r.Body)
+		}
+	}
+	launch := mkRoom(c, "Launch")
+	lp := fmt.Sprintf("/rooms/%d", launch)
+	post(c, lp+"/members", url.Values{"email": {"ben@example.com"}})
+	post(c, lp+"/agents", url.Values{"name": {"Scout"}, "model": {"toolie:latest"}, "prompt": {"You are Scout. Find facts."}, "tools": {"on"}})
+	post(c, lp+"/agents", url.Values{"name": {"Quill"}, "model": {"tiny:latest"}, "prompt": {"You are Quill. Write short verse."}})
+	var thread int64
+	if err := app.Store.Pool.QueryRow(ctx, "SELECT thread_id FROM rooms WHERE id = $1", launch).Scan(&thread); err != nil {
+		t.Fatal(err)
+	}
+	post(c, lp+"/messages", url.Values{"content": {"@Scout how do I size a worker pool in Go?"}})
+	waitIdle(t, app.Store, ada, thread)
+	post(ben, lp+"/messages", url.Values{"content": {"Thanks, that helps. @Quill write a haiku about looms while we wait?"}})
+	post(c, lp+"/messages", url.Values{"content": {"@Scout and when the jobs are HTTP calls?"}})
+	if !testwait.Until(20*time.Second, func() bool {
+		q, err := app.Store.RoomQueue(ctx, ada, thread)
+		return err == nil && len(q) == 2 && q[0].Status == db.RunRunning
+	}) {
+		t.Fatal("the room's queue never held Quill's answer running and Scout's waiting")
+	}
+	agents, err := app.Store.RoomAgents(ctx, ada, launch)
+	if err != nil || len(agents) == 0 {
+		t.Fatalf("the room's agents: %v %v", agents, err)
+	}
+
+	reading := mkRoom(ben, "Reading group")
+	rp := fmt.Sprintf("/rooms/%d", reading)
+	post(ben, rp+"/members", url.Values{"email": {"ada@example.com"}})
+	post(ben, rp+"/agents", url.Values{"name": {"Librarian"}, "model": {"tiny:latest"}, "prompt": {"You are Librarian."}})
+	post(ben, rp+"/messages", url.Values{"content": {"This month: The Dispossessed. First half by the 15th, please."}})
+	post(c, rp+"/messages", url.Values{"content": {"I'm in. Halfway through already."}})
+	return []scScreen{
+		{"rooms", "/rooms"},
+		{"room", lp},
+		{"room-agent", fmt.Sprintf("%s/agents/%d", lp, agents[0].ID)},
+		{"room-member", rp},
+	}
+}
+
+// scRoomOpen shows a room's open parts: on a phone its panel opened from
+// its bar (checked like a page), then, at either size, the mention
+// suggestions of its composer.
+func scRoomOpen(ctx context.Context, t *testing.T, do func(string, ...chromedp.Action[chromedp.Void]), check func(string, int64), shoot func(string), suffix string, size scSize) {
+	t.Helper()
+	if size.phone {
+		do("open the room's panel", click(`.room-side-toggle`), waitFor(`document.querySelector("[data-testid=room-invite]").checkVisibility()`))
+		check("room-panel"+suffix, size.width)
+		do("shut the room's panel", click(`.room-side-toggle`), waitFor(`!document.querySelector("[data-testid=room-invite]").checkVisibility()`))
+	}
+	do("type a mention", typeInto(`[data-testid=composer] textarea`, "@"),
+		waitFor(`!document.querySelector("[data-testid=mention-suggestions]").hidden`))
+	for _, a := range scAudit(ctx, t) {
+		t.Errorf("room with its mention suggestions open%s: axe-core %s (%s): %s\n\t%s", suffix, a.ID, a.Impact, a.Help, strings.Join(a.Nodes, "\n\t"))
+	}
+	shoot("room-mention" + suffix)
+	// Emptied as a person would (an input event): the suggestions hide and
+	// no draft is kept for the next visit.
+	do("clear the composer", chromedp.Evaluate[chromedp.Void](`(() => { const box = document.querySelector("[data-testid=composer] textarea");
+		box.value = ""; box.dispatchEvent(new Event("input", {bubbles: true})) })()`),
+		waitFor(`document.querySelector("[data-testid=mention-suggestions]").hidden`))
 }
 
 // scSize is a window the tour is seen in.
@@ -198,8 +304,9 @@ func scAudit(ctx context.Context, t *testing.T) []scAxeViolation {
 }
 
 // scSettled waits until the page is loaded, its scripts ran and nothing
-// is being swapped in.
-const scSettled = `document.readyState === "complete" && typeof htmx === "object" && !document.querySelector(".htmx-request, .htmx-swapping, .htmx-settling")`
+// is being swapped in (a shared page, /s/…, has no htmx).
+const scSettled = `document.readyState === "complete" && (typeof htmx === "object" || !document.querySelector("script[src*=htmx]")) &&
+	!document.querySelector(".htmx-request, .htmx-swapping, .htmx-settling")`
 
 func TestBrowserEveryMainPageFitsAPhoneAndALaptopInBothThemesWithoutSeriousAccessibilityViolations(t *testing.T) {
 	t.Parallel()
@@ -278,6 +385,9 @@ func TestBrowserEveryMainPageFitsAPhoneAndALaptopInBothThemesWithoutSeriousAcces
 				do("scroll to the top of the thread", waitFor(scSettled), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`), waitFor(`scrollY === 0`))
 			}
 			check(s.name+v.suffix, v.size.width)
+			if s.name == "room" {
+				scRoomOpen(ctx, t, do, check, shoot, v.suffix, v.size)
+			}
 			if s.name != "thread" {
 				continue
 			}

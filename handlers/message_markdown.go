@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -11,11 +12,14 @@ import (
 
 type messageReader interface {
 	Message(ctx context.Context, user, id int64) (db.Message, error)
+	RoomMessageForMember(ctx context.Context, user, id int64) (db.Message, error)
 }
 
 // messageMarkdown serves GET /m/{id}/markdown: one of the user's messages as
 // the markdown it was written in, for the copy button of every message
-// (static/app.js). Plain text, never rendered, never cached; line ends are
+// (static/copy.js), or a message of a room the user is a member of (the
+// room's thread is its owner's; hideRoomThreads lets this route through
+// like a citation). Plain text, never rendered, never cached; line ends are
 // "\n" (a browser sends a form's text with "\r\n", and so it is stored).
 type messageMarkdown struct {
 	store messageReader
@@ -28,6 +32,9 @@ func (h *messageMarkdown) show(w http.ResponseWriter, r *http.Request) {
 	}
 	u, _ := currentUser(r)
 	m, err := h.store.Message(r.Context(), u.ID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		m, err = h.store.RoomMessageForMember(r.Context(), u.ID, id)
+	}
 	if err != nil {
 		storeError(w, r, err)
 		return

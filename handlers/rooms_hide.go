@@ -15,9 +15,10 @@ import (
 // So every thread route whose id names a room's thread, or a message, run
 // or step of one, answers as if it did not exist; only GET /t/{id} sends
 // the thread's owner to the room instead. Everyone else already gets a 404
-// there (the thread is the room owner's). The one thread route a room
-// uses is GET /m/{id}/sources/{n}, a citation of an answer: it reads, and
-// it opens for every member of the room (kbs.source).
+// there (the thread is the room owner's). The thread routes a room uses
+// are GET /m/{id}/sources/{n}, a citation of an answer, and GET
+// /m/{id}/markdown, a message's copy: they read, and they open for every
+// member of the room (kbs.source, messageMarkdown).
 
 type roomThreadStore interface {
 	InRoomThread(ctx context.Context, user int64, kind string, id int64) (bool, error)
@@ -83,7 +84,9 @@ func threadRoute(path string) (kind string, id int64, rest string) {
 	return kind, id, rest
 }
 
-// readsSource reports whether a thread route is GET /m/{id}/sources/{n}.
+// readsSource reports whether a thread route is GET /m/{id}/sources/{n} or
+// GET /m/{id}/markdown: what a room's members read of its messages.
 func readsSource(kind, rest, method string) bool {
-	return kind == db.ObjMessage && strings.HasPrefix(rest, "sources/") && (method == http.MethodGet || method == http.MethodHead)
+	return kind == db.ObjMessage && (strings.HasPrefix(rest, "sources/") || rest == "markdown") &&
+		(method == http.MethodGet || method == http.MethodHead)
 }

@@ -323,3 +323,56 @@ func TestAnEmptyRoomMessageIsRefusedInTheComposer(t *testing.T) {
 		t.Fatalf("the room does not show the message sent:\n%.2000s", page.Body)
 	}
 }
+
+// The copy button of a room's message (issue 21) reads GET /m/{id}/markdown,
+// a thread route of the room's thread: it opens for the room's owner and
+// every member, for the owner's message, a member's and an agent's answer,
+// and is a 404 for anyone else.
+func TestEveryMemberOfARoomCopiesItsMessagesAsMarkdownAndNobodyElse(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newRoomSetup(t)
+	id := createRoom(t, s.owner, "Copies")
+	room := fmt.Sprintf("/rooms/%d", id)
+	postTo(t, s.owner, room+"/members", url.Values{"email": {"mel@example.com"}}, room)
+	postTo(t, s.owner, room+"/agents", url.Values{"name": {"Scout"}, "model": {"tiny:latest"}}, room)
+	postTo(t, s.owner, room+"/messages", url.Values{"content": {"@Scout look **around**\r\nplease"}}, room)
+	r, err := s.store.RoomForMember(ctx, userID(t, s.store, "olive@example.com"), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := waitIdle(t, s.store, r.OwnerID, r.ThreadID)
+	postTo(t, s.mel, room+"/messages", url.Values{"content": {"I'll *read* it."}}, room)
+	var mine int64
+	if err := s.store.Pool.QueryRow(ctx, "SELECT max(id) FROM messages WHERE thread_id = $1", r.ThreadID).Scan(&mine); err != nil {
+		t.Fatal(err)
+	}
+	answer, err := s.store.Message(ctx, r.OwnerID, *run.AssistantMessageID)
+	if err != nil || answer.Content == "" {
+		t.Fatalf("the agent's answer: %q %v", answer.Content, err)
+	}
+	for _, m := range []struct {
+		id   int64
+		want string
+	}{{*run.UserMessageID, "@Scout look **around**\nplease"}, {*run.AssistantMessageID, strings.ReplaceAll(answer.Content, "\r\n", "\n")}, {mine, "I'll *read* it."}} {
+		for _, c := range []struct {
+			who    string
+			client *testenv.Client
+		}{{"the owner", s.owner}, {"a member", s.mel}} {
+			got := c.client.Get(fmt.Sprintf("/m/%d/markdown", m.id))
+			if got.StatusCode != http.StatusOK || got.Body != m.want {
+				t.Errorf("message %d copied by %s = %d %q, want %q", m.id, c.who, got.StatusCode, got.Body, m.want)
+			}
+		}
+		if got := s.stan.Get(fmt.Sprintf("/m/%d/markdown", m.id)); got.StatusCode != http.StatusNotFound {
+			t.Errorf("message %d copied by someone in no room = %d, want 404", m.id, got.StatusCode)
+		}
+	}
+	// The room's page offers the copy on every message.
+	page := s.mel.Get(room)
+	for _, m := range []int64{*run.UserMessageID, *run.AssistantMessageID, mine} {
+		if !strings.Contains(page.Body, fmt.Sprintf(`data-copy-message="/m/%d/markdown"`, m)) {
+			t.Errorf("the room's page has no copy button for message %d", m)
+		}
+	}
+}

@@ -33,7 +33,7 @@ type highlightBudget struct{ left, blocks int }
 var highlightBudgetKey = parser.NewContextKey()
 
 // codeBlockWrapper wraps each fenced code block in a div with a header that
-// shows the language and carries the copy button (static/app.js). Chroma
+// shows the language and carries the copy button (static/copy.js). Chroma
 // writes <pre class="chroma"><code>…</code></pre> itself when it highlighted
 // the block; otherwise the wrapper writes the pre/code and goldmark-highlighting
 // writes the HTML-escaped lines between.

@@ -193,7 +193,7 @@ func ModelList(d ModelsData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "<table class=\"models\" data-testid=\"model-list\"><thead><tr><th>Model</th><th>Size</th><th>Family</th><th>Parameters</th><th>Quantization</th><th>Context</th><th>Capabilities</th>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "<table class=\"models\" data-testid=\"model-list\" tabindex=\"0\" aria-label=\"Models on the server\"><thead><tr><th>Model</th><th>Size</th><th>Family</th><th>Parameters</th><th>Quantization</th><th>Context</th><th>Capabilities</th>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -427,7 +427,7 @@ func LoadedModels(d ModelsData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "<table class=\"models\" data-testid=\"model-loaded\"><thead><tr><th>Model</th>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "<table class=\"models\" data-testid=\"model-loaded\" tabindex=\"0\" aria-label=\"Models loaded in memory\"><thead><tr><th>Model</th>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

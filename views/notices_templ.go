@@ -10,7 +10,7 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 // AnswerNotices is the Settings section for the notice of an answer that
-// finished while Weft's tab was in the background (static/app.js). The tab
+// finished while Weft's tab was in the background (static/notice.js). The tab
 // title always says so; a browser notification is opt-in, per browser, and
 // permission is asked only when this button is pressed. Without script or
 // without the Notification API the button stays hidden.

@@ -3,6 +3,8 @@ package views
 import (
 	"context"
 	"io"
+	"strconv"
+	"unicode"
 
 	"github.com/a-h/templ"
 
@@ -19,7 +21,7 @@ import (
 const (
 	// EventRoomAppend adds messages to the end of the room's line (a
 	// placeholder for an answer being written). Its SSE id is the message
-	// id: a browser reconnecting by itself resumes after it, and app.js
+	// id: a browser reconnecting by itself resumes after it, and rooms.js
 	// drops an append of a message the page already shows.
 	EventRoomAppend = "room-append"
 	// EventRoomQueue replaces the room's queue of answers.
@@ -71,7 +73,7 @@ func stepURL(ctx context.Context, s db.Step, verb string) string {
 // RoomResumePoint is where the stream of a room's page starts: after the
 // last message it shows or, when it shows answers being written, just
 // before the oldest of them. Those come again first, in their state of
-// the moment (app.js swaps each in place of the one shown), so an answer
+// the moment (rooms.js swaps each in place of the one shown), so an answer
 // that ended between the page and its stream is shown ended.
 func RoomResumePoint(ms []MessageView) int64 {
 	if len(ms) == 0 {
@@ -96,6 +98,34 @@ func speakerOf(m db.Message) string {
 func speakerKindOf(m db.Message) string {
 	_, kind := chat.SpeakerOf(m)
 	return kind
+}
+
+// turnLabel is a queued answer's state and, unless that names them
+// already, who asked for it.
+func turnLabel(t db.RoomTurn) string {
+	s := turnStatusLabel(t)
+	if t.Asker != "" && t.Status != db.RunWaiting {
+		s += ", for " + t.Asker
+	}
+	return s
+}
+
+// initial is the first letter of a name, upper case, for its avatar.
+func initial(name string) string {
+	for _, r := range name {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return string(unicode.ToUpper(r))
+		}
+	}
+	return "?"
+}
+
+// avatarTint is which of app.css's avatar tints (1–3) a member's name
+// gets: by its initial, so the same name always gets the same tint and
+// names of neighbouring letters differ.
+func avatarTint(name string) string {
+	r := []rune(initial(name))[0]
+	return strconv.Itoa(int(r)%3 + 1)
 }
 
 // turnStatusLabel says where a room's answer is, naming who it waits for.

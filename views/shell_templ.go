@@ -14,7 +14,7 @@ import "weft/db"
 // App is the signed-in page: the sidebar and a main column. On a wide
 // window the sidebar sits beside the main column; on a narrow one (a
 // phone) the main column fills the window under a slim top bar and the
-// sidebar is a drawer its menu button opens (static/app.js; app.css
+// sidebar is a drawer its menu button opens (static/shell.js; app.css
 // "Phone").
 func App(s Shell, main templ.Component) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
@@ -312,9 +312,9 @@ func App(s Shell, main templ.Component) templ.Component {
 	})
 }
 
-// ThemeToggle switches between the light and the dark theme (static/app.js
+// ThemeToggle switches between the light and the dark theme (static/shell.js
 // keeps the choice in this browser; theme.js applies it before paint).
-// aria-pressed says whether the dark theme is on; app.js sets it, and the
+// aria-pressed says whether the dark theme is on; shell.js sets it, and the
 // icon follows it.
 func ThemeToggle() templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
