@@ -140,7 +140,6 @@ func TestARoomsThreadIsReachedOnlyThroughTheRoom(t *testing.T) {
 		{"POST", fmt.Sprintf("/m/%d/edit", U)},
 		{"POST", fmt.Sprintf("/m/%d/fork", M)},
 		{"POST", fmt.Sprintf("/m/%d/delete", U)},
-		{"GET", fmt.Sprintf("/m/%d/markdown", M)},
 		{"POST", fmt.Sprintf("/runs/%d/cancel", R)},
 		{"GET", fmt.Sprintf("/runs/%d/events", R)},
 		{"GET", fmt.Sprintf("/t/%d/watch?leaf=%d", T, M)},
@@ -167,15 +166,21 @@ func TestARoomsThreadIsReachedOnlyThroughTheRoom(t *testing.T) {
 			t.Errorf("a citation of the room's answer for %s = %d, want %d", c.who, r.StatusCode, c.want)
 		}
 	}
-	// A room's message has no copy button, and its markdown is nobody's.
-	for who, c := range map[string]*testenv.Client{"a member": s.mel, "someone else": s.stan} {
-		if r := c.Get(fmt.Sprintf("/m/%d/markdown", U)); r.StatusCode != http.StatusNotFound || strings.Contains(r.Body, "look around") {
-			t.Errorf("the markdown of a room's message for %s = %d %.80q, want 404", who, r.StatusCode, r.Body)
+	// A room's message is copied by its members (like a citation), and by
+	// nobody else.
+	for _, c := range []struct {
+		who    string
+		client *testenv.Client
+		want   int
+	}{{"the owner", s.owner, 200}, {"a member", s.mel, 200}, {"someone else", s.stan, 404}} {
+		r := c.client.Get(fmt.Sprintf("/m/%d/markdown", U))
+		if r.StatusCode != c.want || (c.want == 200) != strings.Contains(r.Body, "look around") {
+			t.Errorf("the markdown of a room's message for %s = %d %.80q, want %d", c.who, r.StatusCode, r.Body, c.want)
 		}
 	}
 	page := s.owner.Get(fmt.Sprintf("/rooms/%d", id))
-	if strings.Contains(page.Body, `data-testid="copy-message"`) {
-		t.Errorf("the room page has copy buttons that could only fail")
+	if !strings.Contains(page.Body, `data-testid="copy-message"`) {
+		t.Errorf("the room page has no copy buttons")
 	}
 	if !strings.Contains(page.Body, "look around") || !strings.Contains(page.Body, fmt.Sprintf(`data-message-id="%d"`, M)) ||
 		!strings.Contains(page.Body, `data-speaker="olive"`) || !strings.Contains(page.Body, `data-speaker="Scout"`) {
