@@ -2,8 +2,6 @@ package chat
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"math"
 	"unicode/utf8"
 
@@ -84,7 +82,7 @@ const minCharsPerToken, maxCharsPerToken = 0.5, 16.0
 // reports whether the prompt was truncated (Ollama drops the oldest
 // messages when the prompt exceeds num_ctx), and otherwise calibrates the
 // model's characters per token.
-func (rt *Runtime) observe(ctx context.Context, a Assembly, promptEval int) (truncated bool) {
+func (rt *Runtime) observe(a Assembly, promptEval int) (truncated bool) {
 	if promptEval <= 0 || len(a.Messages) == 0 {
 		return false
 	}
@@ -113,9 +111,7 @@ func (rt *Runtime) observe(ctx context.Context, a Assembly, promptEval int) (tru
 		// at most by half or double.
 		cpt = min(max(cpt, a.CharsPerToken/2), a.CharsPerToken*2)
 	}
-	if err := rt.store.Calibrate(ctx, canonicalModel(a.Model), cpt); err != nil && !errors.Is(err, context.Canceled) {
-		slog.Warn("calibrate", "model", a.Model, "err", err)
-	}
+	rt.calib.observe(canonicalModel(a.Model), cpt)
 	return false
 }
 

@@ -13,6 +13,7 @@ import (
 	"weft/chat"
 	"weft/db"
 	"weft/internal/fakeollama"
+	"weft/internal/testwait"
 )
 
 func ptrTo[T any](v T) *T { return &v }
@@ -422,15 +423,24 @@ func TestThePromptEstimateIsCalibratedFromOllamasCounts(t *testing.T) {
 	e := newEnv(t, chat.Config{}, fakeollama.WithModels(fakeollama.Model{Name: "tiny", ContextLength: 8192, CharsPerToken: 2.5}))
 	ctx := context.Background()
 	th, _ := e.conversation(long("calibrate", 600))
-	cpt, n, err := e.store.Calibration(ctx, "tiny:latest")
-	if err != nil || n != 1 {
-		t.Fatalf("calibration after one answer: %v samples, err %v", n, err)
+	// The observations are saved off the answer's path, within moments.
+	samples := func(want int) (cpt float64) {
+		var n int
+		testwait.For(t, "the calibration's samples", 0, func() bool {
+			cpt, n, _ = e.store.Calibration(ctx, "tiny:latest")
+			return n >= want
+		})
+		if n != want {
+			t.Fatalf("calibration has %d samples, want %d", n, want)
+		}
+		return cpt
 	}
+	samples(1)
 	for range 3 {
 		e.wait(e.send(th.ID, long("more", 500)))
 	}
-	if cpt, n, _ = e.store.Calibration(ctx, "tiny:latest"); n != 4 || math.Abs(cpt-2.5) > 0.15 {
-		t.Errorf("chars per token = %.2f after %d samples, want about 2.5", cpt, n)
+	if cpt := samples(4); math.Abs(cpt-2.5) > 0.15 {
+		t.Errorf("chars per token = %.2f after 4 samples, want about 2.5", cpt)
 	}
 	t2, err := e.store.Thread(ctx, e.user.ID, th.ID)
 	if err != nil {

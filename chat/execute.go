@@ -100,7 +100,7 @@ func (rt *Runtime) answered(ctx context.Context, u *db.Usage, a Assembly, final 
 	if a.NumCtx > 0 {
 		u.ContextFill = float64(m.PromptEvalCount+m.EvalCount) / float64(a.NumCtx)
 	}
-	if rt.observe(ctx, a, m.PromptEvalCount) {
+	if rt.observe(a, m.PromptEvalCount) {
 		u.Truncated = true
 	}
 }

@@ -36,7 +36,7 @@ type Store interface {
 	Compactions(ctx context.Context, user, thread int64, under []int64) ([]db.Message, error)
 	AddCompaction(ctx context.Context, user, through int64, summary string, meta db.MessageMeta) (db.Message, error)
 	Calibration(ctx context.Context, model string) (float64, int, error)
-	Calibrate(ctx context.Context, model string, charsPerToken float64) error
+	Calibrate(ctx context.Context, model string, charsPerToken float64, samples int) error
 	ThreadKBs(ctx context.Context, user, thread int64) ([]db.KnowledgeBase, error)
 	SetSources(ctx context.Context, msg int64, sources any) error
 	Heartbeat(ctx context.Context, instance string) error
@@ -125,6 +125,7 @@ type Runtime struct {
 	wg     sync.WaitGroup
 
 	progress *progressWriter // saves live runs' text, off the token path
+	calib    *calibrator     // saves the models' calibration, off the answer's path
 	notes    *notes          // followers waiting for notes of other instances
 	pulls    *Pulls          // model pulls, deletes, unloads (nil: the store keeps no pulls)
 	apiRuns  apiRuns         // API answers running here, per user (chat/complete.go)
@@ -163,7 +164,7 @@ func New(store Store, llm Chatter, models *Models, cfg Config) *Runtime {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rt := &Runtime{store: store, llm: llm, models: models, cfg: cfg, ctx: ctx, cancel: cancel,
-		progress: newProgressWriter(store, cfg.FlushEvery, cfg.FollowedFlushEvery), notes: newNotes(),
+		progress: newProgressWriter(store, cfg.FlushEvery, cfg.FollowedFlushEvery), calib: newCalibrator(store), notes: newNotes(),
 		live: map[int64]*liveRun{}, titles: map[int64]*titleWait{}}
 	if ps, ok := store.(PullStore); ok {
 		rt.pulls = newPulls(ctx, ps, models, cfg.Instance, cfg.FlushEvery)
@@ -196,6 +197,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		rt.pulls.recover(ctx, rt.cfg.Instance, rt.cfg.StaleAfter)
 	}
 	rt.progress.start()
+	rt.calib.start()
 	rt.wg.Add(1)
 	go rt.listen()
 	rt.adoptWaiting(ctx, true)
@@ -303,6 +305,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) {
 	rt.cancel()
 	rt.wg.Wait()
 	rt.progress.stop()
+	rt.calib.stop()
 }
 
 // busyCount is the number of live runs that are not waiting for their user

@@ -141,22 +141,31 @@ func (d *DB) Calibration(ctx context.Context, model string) (charsPerToken float
 	return charsPerToken, samples, err
 }
 
-// Calibrate folds one observation into a model's calibration: the mean of
-// the first five, then an exponential moving average (weight 0.2), so the
-// estimate settles quickly and then follows slow drift. Every answer of a
-// model updates the same row, and its lock lasts until the commit: the
-// commit is asynchronous (a sample lost in a crash costs nothing), where
-// waiting for the disk while holding the lock queued every finishing
-// answer behind the others (1,000 streams: 4.4 ms a call).
-func (d *DB) Calibrate(ctx context.Context, model string, charsPerToken float64) error {
+// Calibrate folds observations of a model's characters per token into its
+// calibration: the mean of the first five, then an exponential moving
+// average (weight 0.2 per observation), so the estimate settles quickly
+// and then follows slow drift. samples observations with the mean
+// charsPerToken come as one batch (chat's calibrator gathers what answers
+// finishing together observed): while the samples stay within the first
+// five the batch joins the mean exactly; beyond, it weighs as many
+// observations of the moving average would (1 − 0.8^samples). The row's
+// lock lasts until the commit, which is asynchronous: a sample lost in a
+// crash costs nothing.
+func (d *DB) Calibrate(ctx context.Context, model string, charsPerToken float64, samples int) error {
+	if samples < 1 {
+		return nil
+	}
 	return d.InTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue("SET LOCAL synchronous_commit = off")
-		b.Queue(`INSERT INTO model_calibration (model, chars_per_token, samples) VALUES ($1, $2, 1)
+		b.Queue(`INSERT INTO model_calibration (model, chars_per_token, samples) VALUES ($1, $2, $3)
 		ON CONFLICT (model) DO UPDATE SET
 			chars_per_token = model_calibration.chars_per_token
-				+ (EXCLUDED.chars_per_token - model_calibration.chars_per_token) / LEAST(model_calibration.samples + 1, 5),
-			samples = model_calibration.samples + 1, updated_at = now()`, model, charsPerToken)
+				+ (EXCLUDED.chars_per_token - model_calibration.chars_per_token)
+				* CASE WHEN model_calibration.samples + EXCLUDED.samples <= 5
+					THEN EXCLUDED.samples::float8 / (model_calibration.samples + EXCLUDED.samples)
+					ELSE 1 - power(0.8, EXCLUDED.samples) END,
+			samples = model_calibration.samples + EXCLUDED.samples, updated_at = now()`, model, charsPerToken, samples)
 		return tx.SendBatch(ctx, b).Close()
 	})
 }

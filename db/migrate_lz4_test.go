@@ -36,7 +36,7 @@ func TestLargeColumnsCompressWithLz4(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, col := range []string{"messages.content", "messages.body_html", "messages.search", "kb_document_files.data", "message_progress.content"} {
+	for _, col := range []string{"messages.content", "message_renderings.html", "messages.search", "kb_document_files.data", "message_progress.content"} {
 		if !seen[col] {
 			t.Errorf("%s is not among the large columns %v", col, seen)
 		}

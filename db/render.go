@@ -12,9 +12,10 @@ func (d *DB) RenderedBodies(ctx context.Context, user int64, ids []int64, versio
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := d.q().Query(ctx, `SELECT m.id, m.body_html FROM messages m
+	rows, err := d.q().Query(ctx, `SELECT r.message_id, r.html FROM message_renderings r
+		JOIN messages m ON m.id = r.message_id
 		JOIN threads t ON t.id = m.thread_id
-		WHERE m.id = ANY($1) AND t.owner_id = $2 AND m.body_html_version = $3 AND m.body_html IS NOT NULL`,
+		WHERE r.message_id = ANY($1) AND t.owner_id = $2 AND r.version = $3`,
 		ids, user, version)
 	if err != nil {
 		return nil, err
@@ -34,11 +35,18 @@ func (d *DB) RenderedBodies(ctx context.Context, user int64, ids []int64, versio
 // StoreRenderedBody keeps the rendering of one of the user's final
 // messages, made by renderer version from the message as it was at
 // updatedAt; a message changed since (or streaming again) keeps none.
-// html must come from the renderer: pages insert it as it is.
+// html must come from the renderer: pages insert it as it is. The message
+// row is locked (FOR SHARE) until the rendering is stored, so a change to
+// its text either committed before (and the updatedAt check fails) or
+// waits, and then forgets this rendering (migration 035's trigger). The
+// message row itself is not written: see migration 035.
 func (d *DB) StoreRenderedBody(ctx context.Context, user, id int64, updatedAt time.Time, version int, html string) error {
-	_, err := d.q().Exec(ctx, `UPDATE messages m SET body_html = $4, body_html_version = $5
-		FROM threads t
-		WHERE m.id = $1 AND t.id = m.thread_id AND t.owner_id = $2 AND m.updated_at = $3 AND m.status <> 'streaming'`,
-		id, user, updatedAt, html, version)
+	_, err := d.q().Exec(ctx, `INSERT INTO message_renderings (message_id, version, html)
+		SELECT m.id, $4, $5 FROM messages m
+			JOIN threads t ON t.id = m.thread_id
+		WHERE m.id = $1 AND t.owner_id = $2 AND m.updated_at = $3 AND m.status <> 'streaming'
+		FOR SHARE OF m
+		ON CONFLICT (message_id) DO UPDATE SET version = EXCLUDED.version, html = EXCLUDED.html`,
+		id, user, updatedAt, version, html)
 	return err
 }

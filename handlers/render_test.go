@@ -62,7 +62,7 @@ func TestAnAnswerIsRenderedOnceAndShownFromStoreUntilTheRendererVersionChanges(t
 	}
 	var stored string
 	var version int
-	if err := app.Store.Pool.QueryRow(ctx, "SELECT body_html, body_html_version FROM messages WHERE id = $1", id).Scan(&stored, &version); err != nil {
+	if err := app.Store.Pool.QueryRow(ctx, "SELECT html, version FROM message_renderings WHERE message_id = $1", id).Scan(&stored, &version); err != nil {
 		t.Fatal(err)
 	}
 	if version != views.RendererVersion || !strings.Contains(stored, "<strong>bold</strong>") {
@@ -71,7 +71,7 @@ func TestAnAnswerIsRenderedOnceAndShownFromStoreUntilTheRendererVersionChanges(t
 
 	// A second view shows what is stored, without rendering: a marker put
 	// in its place is what the page shows.
-	if _, err := app.Store.Pool.Exec(ctx, "UPDATE messages SET body_html = '<p>from the store</p>' WHERE id = $1", id); err != nil {
+	if _, err := app.Store.Pool.Exec(ctx, "UPDATE message_renderings SET html = '<p>from the store</p>' WHERE message_id = $1", id); err != nil {
 		t.Fatal(err)
 	}
 	before := views.RenderCount()
@@ -85,13 +85,13 @@ func TestAnAnswerIsRenderedOnceAndShownFromStoreUntilTheRendererVersionChanges(t
 
 	// A rendering of another renderer version is rendered again and
 	// stored back.
-	if _, err := app.Store.Pool.Exec(ctx, "UPDATE messages SET body_html_version = $2 WHERE id = $1", id, views.RendererVersion-1); err != nil {
+	if _, err := app.Store.Pool.Exec(ctx, "UPDATE message_renderings SET version = $2 WHERE message_id = $1", id, views.RendererVersion-1); err != nil {
 		t.Fatal(err)
 	}
 	if page := c.Get(path); !strings.Contains(page.Body, "<strong>bold</strong> answer") || strings.Contains(page.Body, "from the store") {
 		t.Fatalf("an old version's rendering was shown: %.500s", page.Body)
 	}
-	if err := app.Store.Pool.QueryRow(ctx, "SELECT body_html, body_html_version FROM messages WHERE id = $1", id).Scan(&stored, &version); err != nil {
+	if err := app.Store.Pool.QueryRow(ctx, "SELECT html, version FROM message_renderings WHERE message_id = $1", id).Scan(&stored, &version); err != nil {
 		t.Fatal(err)
 	}
 	if version != views.RendererVersion || !strings.Contains(stored, "<strong>bold</strong>") {
@@ -121,8 +121,8 @@ func TestAFinishedAnswerIsStoredRenderedBeforeAnyPageView(t *testing.T) {
 	var version int
 	var err error
 	if !testwait.Until(20*time.Second, func() bool {
-		err = app.Store.Pool.QueryRow(ctx, `SELECT body_html, body_html_version FROM messages
-			WHERE role = 'assistant' AND status = 'complete'`).Scan(&stored, &version)
+		err = app.Store.Pool.QueryRow(ctx, `SELECT r.html, r.version FROM message_renderings r JOIN messages m ON m.id = r.message_id
+			WHERE m.role = 'assistant' AND m.status = 'complete'`).Scan(&stored, &version)
 		return err == nil && stored != nil
 	}) {
 		t.Fatalf("no stored rendering of the finished answer (last error %v)", err)

@@ -172,9 +172,15 @@ func (b *bench) concurrentOne(ctx context.Context, n int) error {
 		everything = append(everything, res.lateDelays...)
 	}
 	lo, hi := lastFirst.UnixNano(), firstEnd.UnixNano()
+	var ramping, ending dist
 	for _, res := range results {
 		for j, em := range res.emits {
-			if em >= lo && em <= hi {
+			switch {
+			case em < lo:
+				ramping = append(ramping, res.delays[j])
+			case em > hi:
+				ending = append(ending, res.delays[j])
+			default:
 				steady = append(steady, res.delays[j])
 			}
 		}
@@ -200,6 +206,8 @@ func (b *bench) concurrentOne(ctx context.Context, n int) error {
 	r.printf("added delay, every token:        %s", everything.summary())
 	r.printf("added delay, all delta tokens:   %s", all.summary())
 	r.printf("added delay, all-running window: %s", steady.summary())
+	r.printf("added delay, before it (ramp):   %s", ramping.summary())
+	r.printf("added delay, after it (endings): %s", ending.summary())
 	r.printf("weft CPU %.2f s over %s = %.2f cores; %.1f µs per token relayed (all-in: sign-in pages, posts, queries, flushes, renders)",
 		cpu, wall.Round(time.Millisecond), cpu/wall.Seconds(), cpu/float64(max(totalTokens, 1))*1e6)
 	r.printf("%s", load)
