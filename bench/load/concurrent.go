@@ -35,7 +35,7 @@ func (b *bench) concurrent(ctx context.Context) error {
 	r.section(fmt.Sprintf("3. concurrent streams (%d tokens/s each for %s, started evenly over %s)", b.cfg.rate, b.cfg.duration, b.cfg.ramp))
 	r.printf("Each stream is a new thread (POST /t, thread page, event stream) of one of N/%d users. The fake waits %s before each",
 		b.cfg.perUser, time.Second/time.Duration(b.cfg.rate))
-	r.printf("chunk; every chunk carries the time the proxy passed it to weft; added delay = arrival at the client − that time, for every")
+	r.printf("chunk; every chunk carries the time the model wrote it to weft; added delay = arrival at the client − that time, for every")
 	r.printf("token received; \"late join\" tokens came in the snapshot when the stream connected (they waited for the page and the")
 	r.printf("connection). Streams not done ramp + 2×duration + 1 min after the first POST are cut and count as failed.")
 	r.printf("\"all-running\" = tokens emitted while every stream was open (after the last first delta, before the first done).")

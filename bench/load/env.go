@@ -9,13 +9,14 @@ import (
 )
 
 // env is everything the tool starts: Postgres (unless given), the fake
-// model behind a time-stamping proxy, and Weft as a separate process.
+// model (stamping times into its lines, or behind a proxy that does), and Weft as a separate process.
 type env struct {
 	tmp      string
 	dbURL    string
 	pg       *db.Embedded
 	fake     *fakeollama.Server
-	proxy    *stampProxy
+	proxy    *stampProxy // nil unless -proxy
+	modelURL string      // what weft's OLLAMA_HOST points at
 	weft     *exec.Cmd
 	weftBase string // http://127.0.0.1:port
 	weftLog  string

@@ -18,13 +18,13 @@ import (
 	"weft/internal/fakeollama"
 )
 
-// placeholder digits that the proxy replaces with a time in Unix
+// placeholder digits that the fake (or the proxy) replaces with a time in Unix
 // nanoseconds (19 digits until the year 2286).
 const zeros19 = "0000000000000000000"
 
 var (
-	recvMark = []byte("r=" + zeros19) // time the model request reached the proxy
-	emitMark = []byte("t=" + zeros19) // time the proxy passed the chunk on to Weft
+	recvMark = []byte("r=" + zeros19) // time the model request arrived
+	emitMark = []byte("t=" + zeros19) // time the chunk was written to Weft
 )
 
 // spec is what a bench message asks the fake to answer, written in the

@@ -27,7 +27,7 @@ func (b *bench) instances(ctx context.Context) error {
 	}
 	r.printf("a second weft (WEFT_INSTANCE_ID=bench-2) at %s on the same database. Each answer is sent to the first", second.base)
 	r.printf("(POST /t, page) and streamed at once from both (GET /runs/{id}/events on each, one cookie jar).")
-	r.printf("delay = token first shown on the client − the proxy passing that chunk on (t= stamp), as in section 3, for the tokens")
+	r.printf("delay = token first shown on the client − the model writing that chunk (t= stamp), as in section 3, for the tokens")
 	r.printf("that came in deltas or later snapshots (not those of the snapshot the stream opened with, nor those only in done).")
 	variants := []struct {
 		name    string

@@ -30,7 +30,7 @@ func (b *bench) latency(ctx context.Context) error {
 	r.printf("Each send is what a browser does: POST, then (new thread) GET of the thread page the 303 points to, then GET /runs/{id}/events.")
 	r.printf("Opening the event stream after the POST is inside the measurement. Every 5th send starts a new thread (POST /t, 303, page),")
 	r.printf("the others append with htmx (POST /t/{id}/messages, fragments). Model time = (fake's first chunk passed on) − (model request arrived),")
-	r.printf("both stamped in the chunk text by the proxy in front of the fake; it is subtracted. pre = POST sent → model request arrived;")
+	r.printf("both stamped in the chunk text by the fake (or the proxy, -proxy); it is subtracted. pre = POST sent → model request arrived;")
 	r.printf("relay = first chunk passed on → on the client.")
 	variants := []struct {
 		name string

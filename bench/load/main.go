@@ -5,8 +5,8 @@
 //
 // It starts everything it needs on 127.0.0.1 and removes it on exit: a
 // throwaway PostgreSQL cluster (or uses -database-url), the fake Ollama
-// (internal/fakeollama) behind a small proxy that writes emission times into
-// the streamed chunks, and Weft itself as a separate process built from
+// (internal/fakeollama), which writes emission times into the streamed
+// chunks as it writes them (or a small proxy in front of it does, -proxy), and Weft itself as a separate process built from
 // this repository, so that /proc shows Weft's RSS and CPU alone. The
 // client side signs users up and behaves like a browser: POST, thread page,
 // GET /runs/{id}/events.
@@ -44,6 +44,7 @@ type config struct {
 	rev            string
 	out            string
 	profileDir     string
+	proxy          bool // stamp in a proxy in front of the fake (the older harness)
 	latencySends   int
 	latencyConc    int
 	relayAnswers   int
@@ -115,7 +116,8 @@ func main() {
 	flag.Var(&pgSet, "pg-set", "name=value set on the throwaway cluster before weft starts (repeatable; reloadable settings), e.g. synchronous_commit=off — an experiment, not the product's default")
 	flag.Var(&sqlAfter, "sql", "SQL run on the database once weft has migrated it (repeatable; throwaway cluster only), e.g. to drop an index — an experiment")
 	flag.IntVar(&cfg.poolMaxConns, "pool-max-conns", 0, "pool_max_conns for weft's connection pool (0: the product default)")
-	flag.StringVar(&cfg.selfProfile, "self-cpuprofile", "", "write a CPU profile of this tool (client, proxy, fake) to this file")
+	flag.BoolVar(&cfg.proxy, "proxy", false, "stamp the model's lines in a proxy in front of the fake, as the tool did until 2026-12-05, instead of in the fake itself (costs this machine two more syscalls and a wake-up per token)")
+	flag.StringVar(&cfg.selfProfile, "self-cpuprofile", "", "write a CPU profile of this tool (client, fake, proxy) to this file")
 	flag.DurationVar(&cfg.idleWait, "idle-wait", 15*time.Second, "how long weft sits idle before its idle RSS is read (weft frees memory after ~10 s idle; Go forces a GC every 2 minutes)")
 	flag.BoolVar(&cfg.keepLog, "keep-weft-log", false, "copy weft's log (one line per request, with its duration) next to the results")
 	flag.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "give up after this long")
@@ -275,12 +277,25 @@ func run(cfg config) (_ *bench, err error) {
 		return nil, err
 	}
 	e.poolMaxConns = cfg.poolMaxConns
-	e.fake = fakeollama.Start(fakeollama.WithScript(e.script))
-	e.addCleanup(e.fake.Close)
-	if e.proxy, err = startProxy(e.fake.URL); err != nil {
-		return nil, err
+	e.modelURL = ""
+	if cfg.proxy {
+		e.fake = fakeollama.Start(fakeollama.WithScript(e.script))
+		e.addCleanup(e.fake.Close)
+		if e.proxy, err = startProxy(e.fake.URL); err != nil {
+			return nil, err
+		}
+		e.addCleanup(e.proxy.close)
+		e.modelURL = e.proxy.URL
+	} else {
+		// The fake stamps each line itself as it writes it: no proxy hop
+		// (two more syscalls and a goroutine wake-up per token on the
+		// machine weft is measured on).
+		e.fake = fakeollama.Start(fakeollama.WithScript(e.script), fakeollama.WithLineHook(func(line []byte, received time.Time) {
+			stampLine(line, received.UnixNano())
+		}))
+		e.addCleanup(e.fake.Close)
+		e.modelURL = e.fake.URL
 	}
-	e.addCleanup(e.proxy.close)
 	if err := e.startWeft(ctx, bin, cfg.weftEnv, cfg.pprof); err != nil {
 		return nil, err
 	}
@@ -294,7 +309,7 @@ func run(cfg config) (_ *bench, err error) {
 	if cfg.pprof {
 		from += ", with the pprof overlay"
 	}
-	b.r.printf("weft pid %d at %s, built from %s; model: fake Ollama behind the stamping proxy", e.pid(), e.weftBase, from)
+	b.r.printf("weft pid %d at %s, built from %s; model: fake Ollama (%s)", e.pid(), e.weftBase, from, stamper(cfg.proxy))
 	if len(cfg.pgSet) > 0 || cfg.poolMaxConns > 0 || len(cfg.weftEnv) > 0 || len(cfg.sqlAfter) > 0 {
 		b.r.printf("EXPERIMENT, not the product defaults: postgres %q, pool_max_conns %d, weft env %q, SQL after migration %q",
 			cfg.pgSet, cfg.poolMaxConns, cfg.weftEnv, cfg.sqlAfter)
@@ -348,7 +363,7 @@ func (b *bench) header(repo string) {
 	r.printf("commit %s%s; %s; tool GOMAXPROCS %d", strings.TrimSpace(string(commit)), state, runtime.Version(), runtime.GOMAXPROCS(0))
 	r.printf("machine: %d CPUs (%s), %s memory", runtime.NumCPU(), cpuModel(), memTotal())
 	r.printf("command: go run ./bench/load %s", strings.Join(os.Args[1:], " "))
-	r.printf("Weft, PostgreSQL, the fake model, the proxy and the client share this machine; CPU and RSS figures are weft's alone.")
+	r.printf("Weft, PostgreSQL, the fake model (and the proxy with -proxy) and the client share this machine; CPU and RSS figures are weft's alone.")
 }
 
 func (b *bench) summary() {
@@ -427,4 +442,12 @@ func memTotal() string {
 		}
 	}
 	return "unknown"
+}
+
+// stamper says where the model's lines get their times.
+func stamper(proxy bool) string {
+	if proxy {
+		return "stamped by a proxy in front of it"
+	}
+	return "stamping its lines as it writes them"
 }

@@ -173,7 +173,7 @@ func (e *env) launchWeft(ctx context.Context, bin, instance string, extraEnv []s
 	}
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+dbURL,
-		"OLLAMA_HOST="+e.proxy.URL,
+		"OLLAMA_HOST="+e.modelURL,
 		"WEFT_ADDR="+addr,
 		"WEFT_DEFAULT_MODEL=tiny",
 		"WEFT_MAX_RUNS_PER_USER=100000",

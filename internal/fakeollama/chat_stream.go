@@ -130,6 +130,9 @@ func (run *chatRun) line(v any) bool {
 		b, _ = json.Marshal(map[string]string{"error": err.Error()})
 	}
 	b = append(b, '\n')
+	if run.s.lineHook != nil {
+		run.s.lineHook(b, run.start)
+	}
 	if !run.written {
 		run.w.Header().Set("Content-Type", "application/x-ndjson")
 		run.w.WriteHeader(http.StatusOK)

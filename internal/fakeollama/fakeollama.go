@@ -111,6 +111,15 @@ func WithScript(fn func(req *api.ChatRequest) Reply) Option {
 	return func(s *Server) { s.script = fn }
 }
 
+// WithLineHook has fn called with every NDJSON line a streamed /api/chat
+// answer writes, just before it is written (fn may change its bytes, not
+// its length), and the time the request arrived. For tools that stamp
+// times into the stream as it is emitted (bench/load) without a proxy in
+// front of the fake.
+func WithLineHook(fn func(line []byte, received time.Time)) Option {
+	return func(s *Server) { s.lineHook = fn }
+}
+
 // Server is a running fake Ollama server.
 type Server struct {
 	// URL is the base URL of the server, e.g. "http://127.0.0.1:34567".
@@ -122,6 +131,7 @@ type Server struct {
 	registry  []PullModel // what /api/pull can fetch
 	pullDelay time.Duration
 	delay     time.Duration
+	lineHook  func(line []byte, received time.Time)
 	closing   chan struct{}
 	closeOnce sync.Once
 

@@ -2229,3 +2229,40 @@ func TestRoundDirectivesSelectTheCallsOfEachRound(t *testing.T) {
 		}
 	}
 }
+
+func TestALineHookSeesEveryStreamedLineBeforeItIsWrittenAndMayChangeIt(t *testing.T) {
+	var mu sync.Mutex
+	var seen int
+	var received time.Time
+	s := New(t, WithLineHook(func(line []byte, at time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen++
+		received = at
+		if i := strings.Index(string(line), "tok"); i >= 0 {
+			copy(line[i:], "TOK") // same length
+		}
+	}))
+	before := time.Now()
+	resp, err := http.Post(s.URL+"/api/chat", "application/json",
+		strings.NewReader(`{"model":"tiny","messages":[{"role":"user","content":"[[tokens:3]]"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen != 4 {
+		t.Errorf("the hook saw %d lines, want 4 (3 tokens and the final line)", seen)
+	}
+	if received.Before(before) || received.After(time.Now()) {
+		t.Errorf("received %v is not the request's arrival", received)
+	}
+	if got := string(body); strings.Contains(got, `"tok`) || strings.Count(got, `"TOK`) != 3 {
+		t.Errorf("the hook's changes are not what the client read: %s", got)
+	}
+}
