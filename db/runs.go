@@ -103,7 +103,20 @@ func (d *DB) ActiveRuns(ctx context.Context, user, thread int64) ([]Run, error) 
 // holding this thread's runs may need that while the claim waits for one
 // of them (run_locks.go). A disabled account's runs never start: its
 // queued ones are cancelled here instead.
+//
+// A thread with nothing queued is answered by one read, without the lock
+// and its transaction: every run's end tries its thread (rarely with
+// anything queued), and with one user's answers ending together those
+// claims queued on the user's row. Nothing is missed: whoever queues a run
+// tries to start it after its commit (or notes it for every instance).
 func (d *DB) ClaimNextRun(ctx context.Context, thread int64, instance string, userCap int) (r Run, ok bool, err error) {
+	var queued bool
+	if err := d.q().QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE thread_id = $1 AND status = 'queued')", thread).Scan(&queued); err != nil {
+		return Run{}, false, mapErr(err)
+	}
+	if !queued {
+		return Run{}, false, nil
+	}
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
 		var owner int64
 		if err := tx.QueryRow(ctx, "SELECT owner_id FROM threads WHERE id = $1", thread).Scan(&owner); err != nil {

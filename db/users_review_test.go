@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"weft/db"
 	"weft/internal/testenv"
@@ -43,5 +44,41 @@ func TestARunQueuedAfterItsAccountWasDisabledNeverStarts(t *testing.T) {
 	again := send(t, store, member.ID, db.Send{ThreadID: sent.Thread.ID, Content: "enabled again"})
 	if r, ok, err := store.ClaimNextRun(ctx, sent.Thread.ID, "A", 10); err != nil || !ok || r.ID != again.Run.ID {
 		t.Fatalf("claim after enabling = %+v, %v, %v; want run %d started", r, ok, err, again.Run.ID)
+	}
+}
+
+// A run's end tries its thread's next queued run: with nothing queued the
+// try neither takes nor waits for its owner's row lock (one user's answers
+// ending together queued on it), and with a run queued it still claims it.
+func TestAClaimOnAThreadWithNothingQueuedDoesNotWaitForItsOwnersLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.NewDB(t)
+	u, ws := newUser(t, store, "claims@example.com")
+	sent := send(t, store, u.ID, db.Send{WorkspaceID: ws.ID, Title: "t", Content: "first"})
+	if _, ok, err := store.ClaimNextRun(ctx, sent.Thread.ID, "A", 10); err != nil || !ok {
+		t.Fatalf("first claim: %v, %v", ok, err)
+	}
+	tx, err := store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM users WHERE id = $1 FOR UPDATE", u.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Bounded: a claim that waited for the lock fails here.
+	bounded, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if r, ok, err := store.ClaimNextRun(bounded, sent.Thread.ID, "A", 10); err != nil || ok {
+		t.Fatalf("claim with nothing queued = %+v, %v, %v; want nothing, at once", r, ok, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, store, "UPDATE runs SET status = 'completed' WHERE id = $1", sent.Run.ID)
+	next := send(t, store, u.ID, db.Send{ThreadID: sent.Thread.ID, Content: "second"})
+	if r, ok, err := store.ClaimNextRun(ctx, sent.Thread.ID, "A", 10); err != nil || !ok || r.ID != next.Run.ID {
+		t.Fatalf("claim of the queued run = %+v, %v, %v; want run %d", r, ok, err, next.Run.ID)
 	}
 }
