@@ -14,9 +14,9 @@ import (
 
 // RunChannel is the LISTEN/NOTIFY channel on which instances tell each other
 // about runs. Payloads are tiny ("p 12": run 12 saved progress; the text
-// itself is read from the rows), sent in the transaction that wrote the
-// change (or right after its commit), so a listener never hears of data it
-// cannot read yet.
+// itself is read from the rows), sent right after the commit of the
+// transaction that wrote the change (db.InTx's noteTx; or in it), so a
+// listener never hears of data it cannot read yet.
 const RunChannel = "weft_run"
 
 // Notes on RunChannel: the kind letter, a space, a run or user id.
@@ -61,10 +61,15 @@ func (d *DB) Notify(ctx context.Context, kind byte, id int64) error {
 // NoteThreadChanged tells every instance that thread's messages changed
 // (added, removed, or its active branch moved), or, of a room's thread, the
 // room's members, agents or settings: its watchers (chat.Runtime.WatchThread:
-// the room's event streams, a thread page's live watch) read it again. q is the transaction of the write (the note is delivered at its
+// the room's event streams, a thread page's live watch) read it again. q is
+// the transaction of the write (InTx's: the note goes right after its
 // commit, never before its data can be read) or, right after a commit, the
 // pool.
 func NoteThreadChanged(ctx context.Context, q querier, thread int64) error {
+	if nt, ok := q.(*noteTx); ok {
+		nt.notes = append(nt.notes, notePayload(NoteThread, thread))
+		return nil
+	}
 	_, err := q.Exec(ctx, "SELECT pg_notify($1, $2)", RunChannel, notePayload(NoteThread, thread))
 	return err
 }
@@ -80,6 +85,12 @@ func (d *DB) noteThreadAfter(ctx context.Context, thread int64) {
 // notifyRuns sends one note of kind per id (none: nothing).
 func notifyRuns(ctx context.Context, q querier, kind byte, ids []int64) error {
 	if len(ids) == 0 {
+		return nil
+	}
+	if nt, ok := q.(*noteTx); ok {
+		for _, id := range ids {
+			nt.notes = append(nt.notes, notePayload(kind, id))
+		}
 		return nil
 	}
 	_, err := q.Exec(ctx, `SELECT pg_notify($1, $2 || ' ' || r) FROM unnest($3::bigint[]) AS r`,
