@@ -97,21 +97,7 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Result, error) {
 		}
 		all = append(all, found...)
 	}
-	slices.SortFunc(all, func(a, b Result) int {
-		switch {
-		case a.Fused != b.Fused:
-			if a.Fused > b.Fused {
-				return -1
-			}
-			return 1
-		case a.Similarity != b.Similarity:
-			if a.Similarity > b.Similarity {
-				return -1
-			}
-			return 1
-		}
-		return int(a.ChunkID - b.ChunkID)
-	})
+	sortResults(all)
 	if !q.All {
 		all = slices.DeleteFunc(all, func(r Result) bool { return !r.Relevant })
 	}
@@ -206,6 +192,11 @@ func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, wo
 	out := make([]Result, 0, len(order))
 	for _, id := range order {
 		out = append(out, *byID[id])
+	}
+	if q.Mode != VectorOnly && len(out) > 0 {
+		if err := s.scorePassages(ctx, q, kb, words, out); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
