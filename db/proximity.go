@@ -39,7 +39,9 @@ func (d *DB) TermPositions(ctx context.Context, user int64, kb KnowledgeBase, q 
 
 // termPositionsSQL: $1 question, $2 its identifiers, $3 knowledge base, $4
 // user, $5 chunk ids. Identifiers kept whole have no positions (they are
-// added to the vector as an array) and are left out.
+// added to the vector as an array) and are left out. The title and heading
+// path come first in a chunk's vector (kb_tsvector of title, heading and
+// text): head_end, the last of their positions, is worked out once a chunk.
 const termPositionsSQL = `WITH k AS (
 		SELECT greatest(chunks, 1)::float8 AS n, language::regconfig AS lang FROM knowledge_bases WHERE id = $3
 	), words AS (
@@ -50,9 +52,10 @@ const termPositionsSQL = `WITH k AS (
 		FROM words w JOIN kb_lexemes x ON x.kb_id = $3 AND x.word = w.word, k
 		WHERE x.chunks > 0 ORDER BY x.chunks, w.word LIMIT ` + maxTermsSQL + `
 	)
-	SELECT c.id, t.word, t.idf::float8 AS idf, u.positions::int4[] AS positions,
-		coalesce((SELECT max(p) FROM unnest(to_tsvector(c.lang::regconfig, kb_search_text(c.title || ' ' || c.heading))) h,
-			unnest(h.positions) p), 0)::int4 AS head_end
-	FROM kb_chunks c CROSS JOIN LATERAL unnest(c.tsv) u JOIN terms t ON t.word = u.lexeme
+	SELECT c.id, t.word, t.idf::float8 AS idf, u.positions::int4[] AS positions, h.head_end
+	FROM kb_chunks c
+		CROSS JOIN LATERAL (SELECT coalesce(max(p), 0)::int4 AS head_end
+			FROM unnest(to_tsvector(c.lang::regconfig, kb_search_text(c.title || ' ' || c.heading))) v, unnest(v.positions) p) h
+		CROSS JOIN LATERAL unnest(c.tsv) u JOIN terms t ON t.word = u.lexeme
 	WHERE c.id = ANY($5) AND c.kb_id = $3 AND c.owner_id = $4 AND u.positions IS NOT NULL
 	ORDER BY c.id, t.word`
