@@ -32,12 +32,16 @@ type Source struct {
 	TextScore  float64 `json:"text_score,omitempty"`
 	// TextWhy is what each word of the question added to TextScore.
 	TextWhy map[string]float64 `json:"text_why,omitempty"`
-	Fused   float64            `json:"fused"` // TextPart + VectorPart
+	Fused   float64            `json:"fused"` // TextPart + VectorPart + PassagePart
 	// TextPart and VectorPart are what each side added to Fused (its
 	// scaled score, the vector's weighted).
 	TextPart   float64 `json:"text_part,omitempty"`
 	VectorPart float64 `json:"vector_part,omitempty"`
-	Cited      bool    `json:"cited,omitempty"`
+	// PassageScore is the BM25 score of the chunk's best window of words
+	// (rag's passage scoring); PassagePart what it added to Fused.
+	PassageScore float64 `json:"passage_score,omitempty"`
+	PassagePart  float64 `json:"passage_part,omitempty"`
+	Cited        bool    `json:"cited,omitempty"`
 	// URL is a web source's page (issue 19: web search; KBID and
 	// DocumentID are 0). Snippet: Text is the search service's snippet,
 	// because the page itself could not be read.

@@ -135,6 +135,10 @@ func TestAKnowledgeBaseAnswersWithCitationsAndSaysWhenNothingIsFound(t *testing.
 	if !regexp.MustCompile(`data-testid="kb-why">words: [^<]*\btram \d+\.\d\d[^<]*BM25 [^<]*; meaning: similarity`).MatchString(view.Body) {
 		t.Errorf("the retrieval view does not say why the first passage ranked: %s", view.Body)
 	}
+	// And how closely the question's words sit together (passage scoring).
+	if !regexp.MustCompile(`data-testid="kb-why">[^<]*; words together: best window \d+\.\d\d \(passage part 0\.\d\d\)`).MatchString(view.Body) {
+		t.Errorf("the retrieval view does not show the passage part: %s", view.Body)
+	}
 
 	// Ask with the knowledge base attached from the composer, as a role:
 	// the rag route goes through the same assembler as chat.

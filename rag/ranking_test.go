@@ -201,3 +201,65 @@ func TestACommonWordScoresTheCandidatesButDoesNotBringInItsChunks(t *testing.T) 
 		t.Errorf("the common word did not score the candidate: %v", hits[0].Why)
 	}
 }
+
+func TestAChunkWhereTheQuestionsWordsSitTogetherOutranksOneWhereTheyAreScattered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, rag.Config{})
+	kb := e.kb(e.user, e.ws, "Garden", "embedder-small")
+	filler := make([]string, 90)
+	for i := range filler {
+		filler[i] = fmt.Sprintf("w%c%c", 'a'+i/26, 'a'+i%26)
+	}
+	words := func(parts ...[]string) string {
+		var all []string
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return strings.Join(all, " ")
+	}
+	q := []string{"nettle", "tea", "compost"}
+	// The same words, as often, in chunks of the same length: the text
+	// side and the (bag of words) vector side score both alike. The
+	// scattered one is stored first, so it would win the tie.
+	scattered := words(q[:1], filler[:40], q[1:2], filler[40:80], q[2:], filler[80:])
+	together := words(q, filler)
+	storeTexts(t, e, kb, "garden.txt", []string{scattered, together})
+	storeTexts(t, e, kb, "kitchen.txt", []string{"tea and cake", "a nettle soup", "bread"})
+	for _, mode := range []rag.Mode{rag.TextOnly, rag.Hybrid} {
+		res, err := e.svc.Search(context.Background(), rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb},
+			Text: "nettle tea compost", Mode: mode, TopK: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) < 2 || res[0].Text != together || res[1].Text != scattered {
+			t.Fatalf("%s: the chunk with the words together is not first, then the scattered one: %+v", mode, res)
+		}
+		if res[0].PassagePart <= 0 || res[0].PassageScore <= res[1].PassageScore || res[0].TextScore != res[1].TextScore {
+			t.Errorf("%s: passage parts %.3f (score %.3f vs %.3f), text scores %.3f vs %.3f",
+				mode, res[0].PassagePart, res[0].PassageScore, res[1].PassageScore, res[0].TextScore, res[1].TextScore)
+		}
+	}
+}
+
+func TestWordPositionsAreReadOnlyFromTheUsersOwnChunks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, rag.Config{})
+	kb := e.kb(e.user, e.ws, "Garden", "embedder-small")
+	storeTexts(t, e, kb, "garden.txt", []string{"nettle tea for the compost heap"})
+	other, _ := e.newUser("other@example.com")
+	ctx := context.Background()
+	hits := textTop(t, e, kb, "nettle compost", 1)
+	if len(hits) != 1 {
+		t.Fatalf("hits %+v", hits)
+	}
+	id := hits[0].ChunkID
+	q := db.TextQuery{Text: "nettle compost"}
+	mine, err := e.store.TermPositions(ctx, e.user.ID, kb, q, []int64{id})
+	if err != nil || len(mine) != 2 || mine[0].Word != "compost" || len(mine[0].Positions) != 1 || mine[0].Positions[0] <= mine[0].HeadEnd {
+		t.Fatalf("the owner's positions: %+v (%v)", mine, err)
+	}
+	theirs, err := e.store.TermPositions(ctx, other.ID, kb, q, []int64{id})
+	if err != nil || len(theirs) != 0 {
+		t.Errorf("another user read the positions: %+v (%v)", theirs, err)
+	}
+}

@@ -62,7 +62,9 @@ type Result struct {
 
 // Search ranks chunks of the knowledge bases for a question: a vector search
 // and a full-text search per knowledge base (each with the access filter in
-// its query), their scores fused (see DefaultVectorWeight). A chunk is relevant when its
+// its query), their scores fused (see DefaultVectorWeight), the best of them
+// then scored by their best window of words (passage scoring, proximity.go;
+// not in vector-only mode). A chunk is relevant when its
 // similarity reaches the knowledge base's threshold or the text search found
 // it.
 func (s *Service) Search(ctx context.Context, q Query) ([]Result, error) {
@@ -97,21 +99,7 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Result, error) {
 		}
 		all = append(all, found...)
 	}
-	slices.SortFunc(all, func(a, b Result) int {
-		switch {
-		case a.Fused != b.Fused:
-			if a.Fused > b.Fused {
-				return -1
-			}
-			return 1
-		case a.Similarity != b.Similarity:
-			if a.Similarity > b.Similarity {
-				return -1
-			}
-			return 1
-		}
-		return int(a.ChunkID - b.ChunkID)
-	})
+	sortResults(all)
 	if !q.All {
 		all = slices.DeleteFunc(all, func(r Result) bool { return !r.Relevant })
 	}
@@ -139,8 +127,8 @@ func (e SearchError) UserMessage() string { return e.Msg }
 // Is makes errors.Is(err, ErrSearch) hold.
 func (SearchError) Is(target error) bool { return target == ErrSearch }
 
-// searchKB runs the vector and text searches of one knowledge base and fuses
-// their ranks.
+// searchKB runs the vector and text searches of one knowledge base, fuses
+// their scores and scores the best again by their best window.
 func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, words db.TextQuery, n int) ([]Result, error) {
 	byID := map[int64]*Result{}
 	var order []int64
@@ -206,6 +194,11 @@ func (s *Service) searchKB(ctx context.Context, q Query, kb db.KnowledgeBase, wo
 	out := make([]Result, 0, len(order))
 	for _, id := range order {
 		out = append(out, *byID[id])
+	}
+	if q.Mode != VectorOnly && len(out) > 0 {
+		if err := s.scorePassages(ctx, q, kb, words, out); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

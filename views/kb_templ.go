@@ -1346,7 +1346,8 @@ func kbResults(rs []KBResult) templ.Component {
 
 // rankWhy says what ranked a passage: the words the text side matched,
 // each with what it added to the BM25 score (the rare ones add most), the
-// similarity of its meaning, and each side's part of the fused score.
+// similarity of its meaning, how closely the question's words sit together
+// in its best window, and each one's part of the fused score.
 func rankWhy(s db.Source) string {
 	var parts []string
 	if s.TextRank > 0 {
@@ -1367,6 +1368,9 @@ func rankWhy(s db.Source) string {
 	}
 	if s.VectorRank > 0 {
 		parts = append(parts, fmt.Sprintf("meaning: similarity %.3f (vector part %.2f)", s.Similarity, s.VectorPart))
+	}
+	if s.PassagePart > 0 {
+		parts = append(parts, fmt.Sprintf("words together: best window %.2f (passage part %.2f)", s.PassageScore, s.PassagePart))
 	}
 	if len(s.Joined) > 0 {
 		parts = append(parts, fmt.Sprintf("joined with the %d passage(s) that continue it", len(s.Joined)))
@@ -1461,7 +1465,7 @@ func SourcesList(m db.Message, sources []db.Source) templ.Component {
 			var templ_7745c5c3_Var71 string
 			templ_7745c5c3_Var71, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(fmt.Sprintf("/m/%d/sources/%d", m.ID, s.N))).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 373, Col: 72}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 377, Col: 72}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var71)
 			if templ_7745c5c3_Err != nil {
@@ -1474,7 +1478,7 @@ func SourcesList(m db.Message, sources []db.Source) templ.Component {
 			var templ_7745c5c3_Var72 string
 			templ_7745c5c3_Var72, templ_7745c5c3_Err = templruntime.NewAttributeExpression(id(s.DocumentID)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 373, Col: 133}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 377, Col: 133}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var72)
 			if templ_7745c5c3_Err != nil {
@@ -1487,7 +1491,7 @@ func SourcesList(m db.Message, sources []db.Source) templ.Component {
 			var templ_7745c5c3_Var73 string
 			templ_7745c5c3_Var73, templ_7745c5c3_Err = templruntime.NewAttributeExpression(itoa(s.N)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 373, Col: 154}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 377, Col: 154}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var73)
 			if templ_7745c5c3_Err != nil {
@@ -1505,7 +1509,7 @@ func SourcesList(m db.Message, sources []db.Source) templ.Component {
 				var templ_7745c5c3_Var74 string
 				templ_7745c5c3_Var74, templ_7745c5c3_Err = templruntime.NewAttributeExpression(s.URL).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 375, Col: 23}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 379, Col: 23}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var74)
 				if templ_7745c5c3_Err != nil {
@@ -1523,7 +1527,7 @@ func SourcesList(m db.Message, sources []db.Source) templ.Component {
 			var templ_7745c5c3_Var75 string
 			templ_7745c5c3_Var75, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(s.N))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 377, Col: 18}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 381, Col: 18}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var75))
 			if templ_7745c5c3_Err != nil {
@@ -1536,7 +1540,7 @@ func SourcesList(m db.Message, sources []db.Source) templ.Component {
 			var templ_7745c5c3_Var76 string
 			templ_7745c5c3_Var76, templ_7745c5c3_Err = templ.JoinStringErrs(s.Document)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 377, Col: 34}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 381, Col: 34}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var76))
 			if templ_7745c5c3_Err != nil {
@@ -1549,7 +1553,7 @@ func SourcesList(m db.Message, sources []db.Source) templ.Component {
 			var templ_7745c5c3_Var77 string
 			templ_7745c5c3_Var77, templ_7745c5c3_Err = templ.JoinStringErrs(where(s))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 377, Col: 47}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 381, Col: 47}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var77))
 			if templ_7745c5c3_Err != nil {
@@ -1606,7 +1610,7 @@ func SourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var79 string
 		templ_7745c5c3_Var79, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(s.N))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 400, Col: 18}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 404, Col: 18}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var79))
 		if templ_7745c5c3_Err != nil {
@@ -1619,7 +1623,7 @@ func SourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var80 string
 		templ_7745c5c3_Var80, templ_7745c5c3_Err = templ.JoinStringErrs(s.Document)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 400, Col: 34}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 404, Col: 34}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var80))
 		if templ_7745c5c3_Err != nil {
@@ -1674,7 +1678,7 @@ func webSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var82 string
 		templ_7745c5c3_Var82, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL(s.URL)).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 413, Col: 42}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 417, Col: 42}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var82)
 		if templ_7745c5c3_Err != nil {
@@ -1687,7 +1691,7 @@ func webSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var83 string
 		templ_7745c5c3_Var83, templ_7745c5c3_Err = templ.JoinStringErrs(s.URL)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 413, Col: 128}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 417, Col: 128}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var83))
 		if templ_7745c5c3_Err != nil {
@@ -1705,7 +1709,7 @@ func webSourcePage(m db.Message, s db.Source) templ.Component {
 			var templ_7745c5c3_Var84 string
 			templ_7745c5c3_Var84, templ_7745c5c3_Err = templ.JoinStringErrs(strings.Join(s.Headings, " › "))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 415, Col: 76}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 419, Col: 76}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var84))
 			if templ_7745c5c3_Err != nil {
@@ -1733,7 +1737,7 @@ func webSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var85 string
 		templ_7745c5c3_Var85, templ_7745c5c3_Err = templ.JoinStringErrs(s.Text)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 421, Col: 63}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 425, Col: 63}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var85))
 		if templ_7745c5c3_Err != nil {
@@ -1746,7 +1750,7 @@ func webSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var86 string
 		templ_7745c5c3_Var86, templ_7745c5c3_Err = templ.JoinStringErrs(yesNo(s.Cited))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 422, Col: 41}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 426, Col: 41}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var86))
 		if templ_7745c5c3_Err != nil {
@@ -1759,7 +1763,7 @@ func webSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var87 string
 		templ_7745c5c3_Var87, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(fmt.Sprintf("/t/%d#m%d", m.ThreadID, m.ID))).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 423, Col: 71}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 427, Col: 71}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var87)
 		if templ_7745c5c3_Err != nil {
@@ -1797,7 +1801,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var89 string
 		templ_7745c5c3_Var89, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/kb/" + id(s.KBID))).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 428, Col: 62}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 432, Col: 62}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var89)
 		if templ_7745c5c3_Err != nil {
@@ -1810,7 +1814,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var90 string
 		templ_7745c5c3_Var90, templ_7745c5c3_Err = templ.JoinStringErrs(s.KB)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 428, Col: 71}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 432, Col: 71}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var90))
 		if templ_7745c5c3_Err != nil {
@@ -1828,7 +1832,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 			var templ_7745c5c3_Var91 string
 			templ_7745c5c3_Var91, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(s.Page))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 430, Col: 58}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 434, Col: 58}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var91))
 			if templ_7745c5c3_Err != nil {
@@ -1847,7 +1851,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 			var templ_7745c5c3_Var92 string
 			templ_7745c5c3_Var92, templ_7745c5c3_Err = templ.JoinStringErrs(strings.Join(s.Headings, " › "))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 433, Col: 77}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 437, Col: 77}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var92))
 			if templ_7745c5c3_Err != nil {
@@ -1865,7 +1869,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var93 string
 		templ_7745c5c3_Var93, templ_7745c5c3_Err = templ.JoinStringErrs(s.Text)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 436, Col: 64}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 440, Col: 64}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var93))
 		if templ_7745c5c3_Err != nil {
@@ -1878,7 +1882,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var94 string
 		templ_7745c5c3_Var94, templ_7745c5c3_Err = templ.JoinStringErrs(rankOf(s.VectorRank))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 438, Col: 86}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 442, Col: 86}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var94))
 		if templ_7745c5c3_Err != nil {
@@ -1891,7 +1895,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var95 string
 		templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(rankOf(s.TextRank))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 439, Col: 80}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 443, Col: 80}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var95))
 		if templ_7745c5c3_Err != nil {
@@ -1904,7 +1908,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var96 string
 		templ_7745c5c3_Var96, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.FormatFloat(s.Similarity, 'f', 3, 64))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 440, Col: 77}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 444, Col: 77}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var96))
 		if templ_7745c5c3_Err != nil {
@@ -1917,7 +1921,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var97 string
 		templ_7745c5c3_Var97, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.FormatFloat(s.Fused, 'f', 4, 64))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 441, Col: 100}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 445, Col: 100}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var97))
 		if templ_7745c5c3_Err != nil {
@@ -1930,7 +1934,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var98 string
 		templ_7745c5c3_Var98, templ_7745c5c3_Err = templ.JoinStringErrs(rankWhy(s))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 442, Col: 70}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 446, Col: 70}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var98))
 		if templ_7745c5c3_Err != nil {
@@ -1943,7 +1947,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var99 string
 		templ_7745c5c3_Var99, templ_7745c5c3_Err = templ.JoinStringErrs(yesNo(s.Cited))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 443, Col: 55}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 447, Col: 55}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var99))
 		if templ_7745c5c3_Err != nil {
@@ -1956,7 +1960,7 @@ func kbSourcePage(m db.Message, s db.Source) templ.Component {
 		var templ_7745c5c3_Var100 string
 		templ_7745c5c3_Var100, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(fmt.Sprintf("/t/%d#m%d", m.ThreadID, m.ID))).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 445, Col: 72}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kb.templ`, Line: 449, Col: 72}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var100)
 		if templ_7745c5c3_Err != nil {

@@ -219,7 +219,7 @@ func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, querie
 	if o.oldIndex {
 		return nil // the product's query does not use this index
 	}
-	var full, vec, txt []time.Duration
+	var full, vec, txt, pos []time.Duration
 	for i := 0; i < queries; i++ {
 		q := vocab.sentence(4)
 		t0 := time.Now()
@@ -238,11 +238,27 @@ func benchmark(ctx context.Context, w io.Writer, e *env, model string, n, querie
 			return err
 		}
 		txt = append(txt, time.Since(t2))
+		// The passage query of that search (rag's passage scoring): the
+		// positions of the question's words in the fused 60 best.
+		res, err := e.svc.Search(ctx, rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: q, TopK: 60, All: true})
+		if err != nil {
+			return err
+		}
+		ids := make([]int64, 0, 60)
+		for _, r := range res[:min(60, len(res))] {
+			ids = append(ids, r.ChunkID)
+		}
+		t3 := time.Now()
+		if _, err := e.store.TermPositions(ctx, e.user.ID, kb, db.TextQuery{Text: q, Idents: rag.Identifiers(q)}, ids); err != nil {
+			return err
+		}
+		pos = append(pos, time.Since(t3))
 	}
 	fmt.Fprintf(w, "\nretrieval over %d chunks, %d queries one at a time:\n", stored, queries)
 	report(w, "hybrid search (embed the question + both queries + fusion)", full)
 	report(w, "vector query alone (HNSW, iterative scan)", vec)
 	report(w, "full-text query alone (GIN)", txt)
+	report(w, "passage query alone (word positions in the fused 60)", pos)
 	return nil
 }
 

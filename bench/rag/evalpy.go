@@ -24,11 +24,17 @@ var evalKs = []int{1, 3, 6, 10}
 // (the answer phrase, or a half of it cut by a chunk boundary, in one of the
 // top k chunks of the target page) and how often the first source is the
 // target page; then each dev question some mode misses at 6, with every
-// mode's rank and the documents hybrid ranked first.
-func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model string) error {
+// mode's rank and the documents hybrid ranked first. With devOnly the
+// held-out questions are not asked.
+func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model string, devOnly bool) error {
 	s, err := loadEvalSet(dir, root)
 	if err != nil {
 		return err
+	}
+	parts := []string{"dev", "heldout"}
+	if devOnly {
+		s.Questions = slices.DeleteFunc(s.Questions, func(q pyQuestion) bool { return q.Split != "dev" })
+		parts = parts[:1]
 	}
 	files := make([]string, len(s.Pages))
 	for i, p := range s.Pages {
@@ -46,11 +52,12 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%-14s %-8s %4s %7s %7s %7s %7s %13s %6s %7s %12s\n", "mode", "part", "n", "hit@1", "hit@3", "hit@6", "hit@10", "first=target",
-		"sent", "sources", "first sent")
+	fmt.Fprintf(w, "%-14s %-8s %4s %7s %7s %7s %7s %13s %6s %7s %12s %10s\n", "mode", "part", "n", "hit@1", "hit@3", "hit@6", "hit@10", "first=target",
+		"sent", "sources", "first sent", "ms/search")
 	for mi, m := range e.modes() {
-		for _, part := range []string{"dev", "heldout"} {
+		for _, part := range parts {
 			var n, first, sent, sentFirst, nsent int
+			var took time.Duration
 			hits := make([]int, len(evalKs))
 			for _, q := range s.Questions {
 				if q.Split != part {
@@ -73,12 +80,14 @@ func evaluatePython(ctx context.Context, w io.Writer, e *env, dir, root, model s
 					sentFirst++
 				}
 				nsent += o.nsent
+				took += o.took
 			}
 			fmt.Fprintf(w, "%-14s %-8s %4d", m.name, part, n)
 			for _, h := range hits {
 				fmt.Fprintf(w, " %7.3f", ratio(h, n))
 			}
-			fmt.Fprintf(w, " %13.3f %6.3f %7.1f %12.3f\n", ratio(first, n), ratio(sent, n), float64(nsent)/float64(max(n, 1)), ratio(sentFirst, n))
+			fmt.Fprintf(w, " %13.3f %6.3f %7.1f %12.3f %10.1f\n", ratio(first, n), ratio(sent, n), float64(nsent)/float64(max(n, 1)), ratio(sentFirst, n),
+				float64(took.Microseconds())/1000/float64(max(n, 1)))
 		}
 	}
 	fmt.Fprintf(w, "\nDev questions missed at 6 by some mode: the hit rank in text/vector/hybrid (- : not in the top 10),\n"+
@@ -129,6 +138,8 @@ type outcome struct {
 	// passage, whether the first is from the target page, how many.
 	sent, sentFirst bool
 	nsent           int
+	// took is the search's time (the first of the two, ranking the top 10).
+	took time.Duration
 }
 
 // evalWindow is the window the sources sent are chosen for: Weft's default
@@ -155,17 +166,20 @@ func askAll(ctx context.Context, e *env, kb db.KnowledgeBase, qs []pyQuestion) (
 	maxK := evalKs[len(evalKs)-1]
 	for _, q := range qs {
 		for _, m := range e.modes() {
+			start := time.Now()
 			res, err := e.search(ctx, rag.Query{User: e.user.ID, KBs: []db.KnowledgeBase{kb}, Text: q.Question, Mode: m.mode, TopK: maxK, All: true}, m.rewrite)
 			if err != nil {
 				return nil, err
 			}
+			took := time.Since(start)
 			res = res[:min(len(res), maxK)] // the fused list may run longer
 			docs := make([]string, len(res))
 			texts := make([]string, len(res))
 			for i, r := range res {
 				docs[i], texts[i] = r.Document, r.Text
 			}
-			o := outcome{rank: hitRank(docs, texts, q.Page, q.Answer), first: len(docs) > 0 && docs[0] == q.Page, top3: docs[:min(3, len(docs))]}
+			o := outcome{rank: hitRank(docs, texts, q.Page, q.Answer), first: len(docs) > 0 && docs[0] == q.Page, top3: docs[:min(3, len(docs))],
+				took: took}
 			if o.sent, o.sentFirst, o.nsent, err = sentOf(ctx, e, kb, q, m); err != nil {
 				return nil, err
 			}

@@ -53,6 +53,7 @@ func main() {
 	pyset := flag.String("pyset", "rag/testdata/eval-python", "eval, check-eval: the second set (questions.json, pages.txt)")
 	pyroot := flag.String("pyroot", "/usr/share/doc/python3.11/html", "eval, check-eval: the second set's corpus (Debian's python3.11-doc); eval skips the set when absent")
 	rewrite := flag.Bool("rewrite", false, "eval: also ask every mode with query rewriting (one more row per mode)")
+	devOnly := flag.Bool("dev", false, "eval: ask only the dev part of the second set (to tune without seeing the held-out part)")
 	chatModel := flag.String("chat-model", "tiny", "eval -rewrite: the chat model that rewrites questions")
 	flag.Parse()
 	if *mode == "check-eval" {
@@ -85,7 +86,7 @@ func main() {
 	}
 	switch *mode {
 	case "eval":
-		err = evaluateBoth(ctx, w, e, *model, *corpus, *weights, *pyset, *pyroot)
+		err = evaluateBoth(ctx, w, e, *model, *corpus, *weights, *pyset, *pyroot, *devOnly)
 	case "baseline":
 		err = baseline(ctx, w, e, *pyset, *pyroot)
 	case "bench":
@@ -102,7 +103,7 @@ func main() {
 
 // evaluateBoth runs the first set (its hybrid variants at the weights, a
 // comma-separated list) and then, when its corpus is installed, the second.
-func evaluateBoth(ctx context.Context, w io.Writer, e *env, model, corpus, weights, pyset, pyroot string) error {
+func evaluateBoth(ctx context.Context, w io.Writer, e *env, model, corpus, weights, pyset, pyroot string, devOnly bool) error {
 	var ws []float64
 	for _, f := range strings.Split(weights, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
@@ -118,7 +119,7 @@ func evaluateBoth(ctx context.Context, w io.Writer, e *env, model, corpus, weigh
 		fmt.Fprintf(w, "\nSecond set skipped: %s is absent (make deps-eval installs python3.11-doc)\n", pyroot)
 		return nil
 	}
-	return evaluatePython(ctx, w, e, pyset, pyroot, model)
+	return evaluatePython(ctx, w, e, pyset, pyroot, model, devOnly)
 }
 
 func fail(err error) {
