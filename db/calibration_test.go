@@ -45,3 +45,37 @@ func TestABatchOfCalibrationSamplesWeighsAsItsSamplesWould(t *testing.T) {
 		t.Errorf("another model has %d samples, want none", n)
 	}
 }
+
+// A batch that crosses the fifth sample weighs as its samples would one by
+// one: those up to the fifth join the mean, the rest are steps of the
+// moving average (not the whole batch as steps of the moving average).
+func TestABatchCrossingTheFifthCalibrationSampleWeighsAsItsSamplesOneByOne(t *testing.T) {
+	t.Parallel()
+	store := testenv.NewDB(t)
+	ctx := context.Background()
+	for _, model := range []string{"batch:latest", "single:latest"} {
+		if err := store.Calibrate(ctx, model, 2.0, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Calibrate(ctx, "batch:latest", 3.0, 4); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if err := store.Calibrate(ctx, "single:latest", 3.0, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch, n, err := store.Calibration(ctx, "batch:latest")
+	if err != nil || n != 7 {
+		t.Fatalf("batch: %d samples, %v", n, err)
+	}
+	single, _, err := store.Calibration(ctx, "single:latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One by one: 2 → 2.25 → 2.4 (the mean of five) → 2.52 → 2.616.
+	if math.Abs(single-2.616) > 1e-9 || math.Abs(batch-single) > 1e-9 {
+		t.Errorf("a batch of four after three samples gives %.6f, one by one %.6f (want 2.616)", batch, single)
+	}
+}

@@ -146,11 +146,12 @@ func (d *DB) Calibration(ctx context.Context, model string) (charsPerToken float
 // average (weight 0.2 per observation), so the estimate settles quickly
 // and then follows slow drift. samples observations with the mean
 // charsPerToken come as one batch (chat's calibrator gathers what answers
-// finishing together observed): while the samples stay within the first
-// five the batch joins the mean exactly; beyond, it weighs as many
-// observations of the moving average would (1 − 0.8^samples). The row's
-// lock lasts until the commit, which is asynchronous: a sample lost in a
-// crash costs nothing.
+// finishing together observed) and weigh as they would one by one: those
+// up to the fifth sample join the mean (of s samples so far, j joining:
+// the estimate moves by j/(s+j) of the way), the rest are steps of the
+// moving average (each 0.2 of what remains): in all 1 − s/(s+j)·0.8^(n−j)
+// for n samples. The row's lock lasts until the commit, which is
+// asynchronous: a sample lost in a crash costs nothing.
 func (d *DB) Calibrate(ctx context.Context, model string, charsPerToken float64, samples int) error {
 	if samples < 1 {
 		return nil
@@ -162,9 +163,9 @@ func (d *DB) Calibrate(ctx context.Context, model string, charsPerToken float64,
 		ON CONFLICT (model) DO UPDATE SET
 			chars_per_token = model_calibration.chars_per_token
 				+ (EXCLUDED.chars_per_token - model_calibration.chars_per_token)
-				* CASE WHEN model_calibration.samples + EXCLUDED.samples <= 5
-					THEN EXCLUDED.samples::float8 / (model_calibration.samples + EXCLUDED.samples)
-					ELSE 1 - power(0.8, EXCLUDED.samples) END,
+				* (1 - model_calibration.samples::float8
+					/ (model_calibration.samples + least(EXCLUDED.samples, greatest(5 - model_calibration.samples, 0)))
+					* power(0.8::float8, EXCLUDED.samples - least(EXCLUDED.samples, greatest(5 - model_calibration.samples, 0)))),
 			samples = model_calibration.samples + EXCLUDED.samples, updated_at = now()`, model, charsPerToken, samples)
 		return tx.SendBatch(ctx, b).Close()
 	})

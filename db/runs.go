@@ -415,7 +415,7 @@ func (d *DB) FinishRun(ctx context.Context, run, msg int64, f Finish) (Message, 
 
 // CancelRun stops one of the user's runs. A queued run is cancelled at once
 // (with its empty answer); a running one is flagged, and the instance that
-// runs it stops it when it hears the stop note this transaction sends (or
+// runs it stops it when it hears the stop note sent right after the commit (or
 // at its next flush, should the note be lost).
 func (d *DB) CancelRun(ctx context.Context, user, id int64) (Run, error) {
 	var r Run
@@ -437,8 +437,8 @@ func (d *DB) CancelRun(ctx context.Context, user, id int64) (Run, error) {
 				return err
 			}
 		}
-		// In the transaction: the instance running it stops it as soon as
-		// the flag is visible (a queued run's followers end).
+		// Right after the commit (InTx): the instance running it stops it
+		// as soon as the flag is visible (a queued run's followers end).
 		kind := byte(NoteStop)
 		if !r.Active() {
 			kind = NoteEnd

@@ -32,7 +32,7 @@ func (d *DB) AddSteer(ctx context.Context, user, run int64, text string) (Step, 
 		if s, err = insertStep(ctx, tx, run, StepSteer, StepPending, StepData{Content: text}); err != nil {
 			return err
 		}
-		// In the transaction: the instance running it shows the pending
+		// Right after the commit (InTx): the instance running it shows the pending
 		// card to its watchers at once, followers elsewhere read its steps.
 		return notifyRuns(ctx, tx, NoteStepped, []int64{run})
 	})

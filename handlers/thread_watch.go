@@ -29,8 +29,10 @@ type threadWatchRuntime interface {
 }
 
 // threadRecheck: a live watch reads its thread at every note about it and
-// at least this often. Notes are lost only while an instance's listener
-// reconnects, and every watcher is woken then: this is a last resort.
+// at least this often. Notes are lost while an instance's listener
+// reconnects (every watcher is woken then), or when the statement that
+// sends a transaction's notes right after its commit fails (db.InTx logs
+// it; nobody is woken): this is a last resort.
 const threadRecheck = 30 * time.Second
 
 // threadWatches serves GET /t/{id}/watch, a thread page's live watch
