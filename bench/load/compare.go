@@ -8,12 +8,12 @@ import (
 // sideBySide prints the figures of the DESIGN §13 summary for the base
 // commit and for the new build, with new ÷ base (below 1: better, for every
 // row: all are costs).
-func sideBySide(r *report, cfg config, base, head *bench) {
+func sideBySide(r *report, cfg config, base, head *bench, order string) {
 	from := "the working tree"
 	if cfg.rev != "" {
 		from = cfg.rev
 	}
-	r.section(fmt.Sprintf("side by side: %s (base) and %s (new), one run", cfg.compare, from))
+	r.section(fmt.Sprintf("side by side: %s (base) and %s (new), one run, %s", cfg.compare, from, order))
 	r.printf("%-52s %14s %14s %9s", "figure", "base", "new", "new÷base")
 	row := func(name string, b, h float64, unit string) {
 		ratio := "—"

@@ -40,6 +40,7 @@ import (
 type config struct {
 	modes          map[string]bool
 	compare        string
+	abba           bool // with compare: base, new, new, base
 	databaseURL    string
 	rev            string
 	out            string
@@ -101,6 +102,7 @@ func main() {
 	flag.StringVar(&modes, "modes", "idle,latency,relay,concurrent,hostile,instances", "parts to run, comma-separated: idle, latency, relay, concurrent, hostile, instances")
 	flag.StringVar(&cfg.databaseURL, "database-url", "", "use this PostgreSQL database instead of a throwaway cluster (it gets bench users and threads)")
 	flag.StringVar(&cfg.compare, "compare", "", "run everything on this commit first (e.g. HEAD~1), then on -rev or the working tree, and print both side by side with ratios")
+	flag.BoolVar(&cfg.abba, "abba", false, "with -compare: run base, new, then new, base again, and print both pairs (on a busy 2-core VM the first run of a pair tends to do better)")
 	flag.StringVar(&cfg.rev, "rev", "", "build weft from this commit (git archive) instead of the working tree, e.g. HEAD")
 	flag.StringVar(&cfg.out, "out", "bench/results/latest.txt", "write the results here as well as to stdout (\"\" for stdout only)")
 	flag.IntVar(&cfg.latencySends, "latency-sends", 200, "sends per first-token latency variant")
@@ -186,7 +188,25 @@ func compare(cfg config) error {
 	}
 	var r report
 	r.out = os.Stdout
-	sideBySide(&r, cfg, bb, bh)
+	sideBySide(&r, cfg, bb, bh, "base first")
+	if cfg.abba {
+		// The same pair again in the other order: on a busy 2-core VM the
+		// first run of a pair tends to do better than the second.
+		again := cfg
+		if cfg.out != "" {
+			again.out = strings.TrimSuffix(cfg.out, ".txt") + "-new2.txt"
+			base.out = strings.TrimSuffix(cfg.out, ".txt") + "-base2.txt"
+		}
+		bh2, err := run(again)
+		if err != nil {
+			return err
+		}
+		bb2, err := run(base)
+		if err != nil {
+			return fmt.Errorf("on %s: %w", cfg.compare, err)
+		}
+		sideBySide(&r, cfg, bb2, bh2, "new first")
+	}
 	if cfg.out != "" {
 		f, err := os.OpenFile(cfg.out, os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
