@@ -77,9 +77,7 @@ func NoteThreadChanged(ctx context.Context, q querier, thread int64) error {
 // noteThreadAfter sends thread's change note after a write committed, best
 // effort: a lost note costs its watchers a safety poll, never data.
 func (d *DB) noteThreadAfter(ctx context.Context, thread int64) {
-	if err := NoteThreadChanged(ctx, d.q(), thread); err != nil {
-		slog.Warn("notify thread change", "thread", thread, "err", err)
-	}
+	d.sendNotes(ctx, []string{notePayload(NoteThread, thread)})
 }
 
 // notifyRuns sends one note of kind per id (none: nothing).
@@ -88,9 +86,7 @@ func notifyRuns(ctx context.Context, q querier, kind byte, ids []int64) error {
 		return nil
 	}
 	if nt, ok := q.(*noteTx); ok {
-		for _, id := range ids {
-			nt.notes = append(nt.notes, notePayload(kind, id))
-		}
+		nt.notes = appendNotes(nt.notes, kind, ids)
 		return nil
 	}
 	_, err := q.Exec(ctx, `SELECT pg_notify($1, $2 || ' ' || r) FROM unnest($3::bigint[]) AS r`,
@@ -101,9 +97,15 @@ func notifyRuns(ctx context.Context, q querier, kind byte, ids []int64) error {
 // notifyAfter sends notes after a commit, best effort: a lost note costs
 // its listeners a safety poll, never data.
 func (d *DB) notifyAfter(ctx context.Context, kind byte, ids []int64) {
-	if err := notifyRuns(ctx, d.q(), kind, ids); err != nil {
-		slog.Warn("notify runs", "kind", string(kind), "runs", len(ids), "err", err)
+	d.sendNotes(ctx, appendNotes(nil, kind, ids))
+}
+
+// appendNotes appends one payload of kind per id.
+func appendNotes(notes []string, kind byte, ids []int64) []string {
+	for _, id := range ids {
+		notes = append(notes, notePayload(kind, id))
 	}
+	return notes
 }
 
 // Listen holds one connection of its own (not the pool's) listening on

@@ -39,7 +39,8 @@ func (d *DB) RenderedBodies(ctx context.Context, user int64, ids []int64, versio
 // row is locked (FOR SHARE) until the rendering is stored, so a change to
 // its text either committed before (and the updatedAt check fails) or
 // waits, and then forgets this rendering (migration 035's trigger). The
-// message row itself is not written: see migration 035.
+// message row gets no new version (the lock only marks it), so its
+// indexes are not written again: see migration 035.
 func (d *DB) StoreRenderedBody(ctx context.Context, user, id int64, updatedAt time.Time, version int, html string) error {
 	_, err := d.q().Exec(ctx, `INSERT INTO message_renderings (message_id, version, html)
 		SELECT m.id, $4, $5 FROM messages m

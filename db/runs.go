@@ -343,8 +343,7 @@ func (d *DB) CancelThreadRuns(ctx context.Context, user, thread int64) ([]int64,
 	}
 	// After the commit (one statement, its own): the instances running
 	// these stop them at once, followers of the cancelled ones end.
-	d.notifyAfter(ctx, NoteStop, active)
-	d.notifyAfter(ctx, NoteEnd, ended)
+	d.sendNotes(ctx, appendNotes(appendNotes(nil, NoteStop, active), NoteEnd, ended))
 	return active, nil
 }
 

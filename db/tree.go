@@ -350,8 +350,7 @@ func (d *DB) DeleteMessage(ctx context.Context, user, message int64) (DeletedSub
 	})
 	if err == nil {
 		// The instances running them stop them now, their followers end.
-		d.notifyAfter(ctx, NoteStop, out.ActiveRuns)
-		d.notifyAfter(ctx, NoteEnd, out.ActiveRuns)
+		d.sendNotes(ctx, appendNotes(appendNotes(nil, NoteStop, out.ActiveRuns), NoteEnd, out.ActiveRuns))
 	}
 	return out, mapErr(err)
 }
