@@ -20,7 +20,7 @@ import (
 // without unnesting the chunk's vector (ten times slower). A chunk's length
 // is its number of distinct lexemes.
 const (
-	bm25K1 = 1.2
+	BM25K1 = 1.2 // also the passage scoring's (rag/proximity.go)
 	bm25B  = 0.75
 )
 
@@ -65,7 +65,7 @@ type TextHit struct {
 func (d *DB) TextSearch(ctx context.Context, user int64, kb KnowledgeBase, q TextQuery, limit int) ([]TextHit, error) {
 	// NUL cannot be in a PostgreSQL string; a question may hold one.
 	rows, err := d.q().Query(ctx, textSearchSQL, strings.ReplaceAll(q.Text, "\x00", ""), nonNilStrings(q.Idents), kb.ID,
-		textPostings, user, kb.Generation, limit, maxCandidates, bm25K1, bm25B)
+		textPostings, user, kb.Generation, limit, maxCandidates, BM25K1, bm25B)
 	if err != nil {
 		return nil, err
 	}

@@ -121,7 +121,7 @@ func bestWindows(tps []db.TermPosition, width int32) map[int64]float64 {
 			s := 0.0
 			for i, n := range tf {
 				if n > 0 {
-					s += ts[i].IDF * float64(n) * (bm25K1 + 1) / (float64(n) + bm25K1)
+					s += ts[i].IDF * float64(n) * (db.BM25K1 + 1) / (float64(n) + db.BM25K1)
 				}
 			}
 			return s
@@ -138,6 +138,3 @@ func bestWindows(tps []db.TermPosition, width int32) map[int64]float64 {
 	}
 	return out
 }
-
-// bm25K1 is the text side's term-frequency saturation (db's, the same).
-const bm25K1 = 1.2
