@@ -222,7 +222,10 @@ func TestBrowserTheThemeToggleOverridesTheSystemSchemeAndIsKeptInThisBrowser(t *
 	if got := u.str(`localStorage.getItem("weft:theme") + " " + (document.documentElement.dataset.theme ?? "none")`); got != "null none" {
 		t.Errorf("the system's own scheme is stored as a choice: %q", got)
 	}
-	u.do("the system turns light", scView(dsLaptop, "light"), waitFor(dsBackground+` === "`+light+`"`))
+	// The page's colours follow the media query at once; the toggle's
+	// state follows theme.js's change listener, a moment later: wait for
+	// both (a page that never updates the toggle times out here).
+	u.do("the system turns light", scView(dsLaptop, "light"), waitFor(dsBackground+` === "`+light+`" && document.querySelector("[data-testid=theme-toggle]").getAttribute("aria-pressed") === "false"`))
 	if got := u.str(`document.querySelector("[data-testid=theme-toggle]").getAttribute("aria-pressed")`); got != "false" {
 		t.Errorf("the toggle does not follow the system: aria-pressed %s on a light page", got)
 	}
